@@ -1,0 +1,53 @@
+# Rustycage — the two commands a newcomer needs: `make run` and `make test`.
+BUILD      ?= build
+BUILD_TYPE ?= RelWithDebInfo
+GPU        ?= cpu
+MODELS_DIR ?= $(HOME)/.rustycage/models
+CMAKE_ARGS ?=
+
+ifeq ($(GPU),cuda)
+  CMAKE_ARGS += -DRUSTYCAGE_CUDA=ON
+else ifeq ($(GPU),vulkan)
+  CMAKE_ARGS += -DRUSTYCAGE_VULKAN=ON
+else ifeq ($(GPU),metal)
+  CMAKE_ARGS += -DRUSTYCAGE_METAL=ON
+endif
+
+.PHONY: all setup configure build test run clean sanitize
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+
+configure: setup $(BUILD)/build.ninja
+
+build: configure
+	@cmake --build $(BUILD)
+
+test: build
+	@scripts/test.sh $(BUILD)
+
+# Builds, creates the demo model (random weights: its text is gibberish) and serves it.
+run: build
+	@mkdir -p $(MODELS_DIR)
+	@[ -f $(MODELS_DIR)/demo.gguf ] || $(BUILD)/bin/rustycage-mkmodel --preset tiny-chat --out $(MODELS_DIR)/demo.gguf
+	@echo
+	@echo "Rustycage is starting on the demo model (random weights: it answers in gibberish)."
+	@echo "Talk to it (OpenAI API on :8080, Ollama API on :11434):"
+	@echo "  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\"
+	@echo "       -d '{\"model\":\"demo\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":32}'"
+	@echo "  $(BUILD)/bin/rustycage run demo 'Hello!' --models-dir $(MODELS_DIR)"
+	@echo "Stop with Ctrl-C."
+	@echo
+	@exec $(BUILD)/bin/rustycage serve --models-dir $(MODELS_DIR) --preload demo
+
+# Our code under AddressSanitizer + UBSan (llama.cpp itself stays a normal build).
+sanitize:
+	@$(MAKE) test BUILD=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DRUSTYCAGE_SANITIZE=ON"
+
+clean:
+	rm -rf $(BUILD)

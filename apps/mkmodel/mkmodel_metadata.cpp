@@ -1,0 +1,125 @@
+#include "mkmodel_metadata.h"
+
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace rc::mkmodel {
+namespace {
+
+constexpr std::string_view k_tokenizer_prefix = "tokenizer.";
+constexpr const char * k_chat_template_key = "tokenizer.chat_template";
+
+std::string source_hint(const std::filesystem::path & llama_src) {
+    return " (llama.cpp source tree: " + llama_src.string() + "; override with --llama-src or RUSTYCAGE_LLAMA_SRC)";
+}
+
+result<std::string> read_text_file(const std::filesystem::path & path, const std::filesystem::path & llama_src) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return error{"cannot read chat template " + path.string() + source_hint(llama_src)};
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) {
+        return error{"error while reading chat template " + path.string()};
+    }
+    return text.str();
+}
+
+std::string key(const preset & p, const char * suffix) {
+    return std::string(p.arch) + "." + suffix;
+}
+
+}  // namespace
+
+result<tokenizer_source> load_tokenizer(const preset & p, const std::filesystem::path & llama_src) {
+    const std::filesystem::path vocab_path = llama_src / "models" / p.vocab_file;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(vocab_path, ec)) {
+        return error{"vocab file " + vocab_path.string() + " not found" + source_hint(llama_src)};
+    }
+
+    tokenizer_source tok;
+    const gguf_init_params params{/*.no_alloc =*/true, /*.ctx =*/nullptr};
+    tok.vocab.reset(gguf_init_from_file(vocab_path.c_str(), params));
+    if (!tok.vocab) {
+        return error{"cannot parse vocab file " + vocab_path.string() + " as GGUF"};
+    }
+
+    const int64_t tokens_id = gguf_find_key(tok.vocab.get(), "tokenizer.ggml.tokens");
+    if (tokens_id < 0 || gguf_get_kv_type(tok.vocab.get(), tokens_id) != GGUF_TYPE_ARRAY) {
+        return error{"vocab file " + vocab_path.string() + " has no tokenizer.ggml.tokens array"};
+    }
+    tok.info.n_tokens = static_cast<int64_t>(gguf_get_arr_n(tok.vocab.get(), tokens_id));
+
+    const int64_t types_id = gguf_find_key(tok.vocab.get(), "tokenizer.ggml.token_type_count");
+    if (types_id >= 0 && gguf_get_kv_type(tok.vocab.get(), types_id) == GGUF_TYPE_UINT32) {
+        tok.info.n_token_types = gguf_get_val_u32(tok.vocab.get(), types_id);
+    }
+
+    if (!p.template_file.empty()) {
+        auto text = read_text_file(llama_src / "models" / "templates" / p.template_file, llama_src);
+        if (!text.ok()) {
+            return error{text.message()};
+        }
+        tok.chat_template = std::move(text.value());
+    }
+    return tok;
+}
+
+void set_model_keys(gguf_context * out, const preset & p, const std::string & model_name, const tokenizer_source & tok) {
+    const std::string arch(p.arch);
+    gguf_set_val_str(out, "general.architecture", arch.c_str());
+    gguf_set_val_str(out, "general.name", model_name.c_str());
+    gguf_set_val_u32(out, "general.file_type", static_cast<uint32_t>(p.file_type));
+    if (ggml_is_quantized(p.matrix_type)) {
+        gguf_set_val_u32(out, "general.quantization_version", GGML_QNT_VERSION);
+    }
+
+    gguf_set_val_u32(out, key(p, "context_length").c_str(), p.n_ctx);
+    gguf_set_val_u32(out, key(p, "embedding_length").c_str(), p.n_embd);
+    gguf_set_val_u32(out, key(p, "block_count").c_str(), p.n_layer);
+    gguf_set_val_u32(out, key(p, "feed_forward_length").c_str(), p.n_ff);
+    gguf_set_val_u32(out, key(p, "attention.head_count").c_str(), p.n_head);
+    if (p.n_head_kv) {
+        gguf_set_val_u32(out, key(p, "attention.head_count_kv").c_str(), *p.n_head_kv);
+    }
+    const char * eps_key = p.norm == norm_kind::rms ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+    gguf_set_val_f32(out, key(p, eps_key).c_str(), p.norm_eps);
+    if (p.rope_freq_base) {
+        gguf_set_val_f32(out, key(p, "rope.freq_base").c_str(), *p.rope_freq_base);
+    }
+    if (p.write_rope_dimension_count) {
+        gguf_set_val_u32(out, key(p, "rope.dimension_count").c_str(), p.n_embd / p.n_head);
+    }
+    if (p.write_vocab_size) {
+        gguf_set_val_u32(out, key(p, "vocab_size").c_str(), static_cast<uint32_t>(tok.info.n_tokens));
+    }
+    if (p.pooling_type) {
+        gguf_set_val_u32(out, key(p, "pooling_type").c_str(), *p.pooling_type);
+    }
+    if (p.causal_attention) {
+        gguf_set_val_bool(out, key(p, "attention.causal").c_str(), *p.causal_attention);
+    }
+    if (p.extra_keys != nullptr) {
+        p.extra_keys(out, p);
+    }
+
+    // gguf has no "copy one key" call, so copy everything into a scratch context, drop what is not
+    // a tokenizer key, and merge the rest (arrays of strings included) in one gguf_set_kv.
+    gguf_ptr scratch(gguf_init_empty());
+    gguf_set_kv(scratch.get(), tok.vocab.get());
+    for (int64_t i = gguf_get_n_kv(scratch.get()) - 1; i >= 0; --i) {
+        const std::string_view k = gguf_get_key(scratch.get(), i);
+        if (!k.starts_with(k_tokenizer_prefix) || k.starts_with(k_chat_template_key)) {
+            gguf_remove_key(scratch.get(), std::string(k).c_str());
+        }
+    }
+    gguf_set_kv(out, scratch.get());
+    if (!tok.chat_template.empty()) {
+        gguf_set_val_str(out, k_chat_template_key, tok.chat_template.c_str());
+    }
+}
+
+}  // namespace rc::mkmodel

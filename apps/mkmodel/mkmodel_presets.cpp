@@ -1,0 +1,132 @@
+#include "mkmodel_presets.h"
+
+namespace rc::mkmodel {
+namespace {
+
+// Weight scales. The usual 0.02 for every matrix is fine at 2048 wide but makes a 128-wide random
+// model degenerate under greedy decoding: with tied embeddings the logit of the current token is
+// ||e||^2, and with weak layers the next token barely depends on the last one, so generation repeats
+// one token forever. A matrix std near 1/sqrt(n_embd) (unit gain: each layer's output is as large as
+// its normalized input) lets the residual stream, not the token's own embedding, pick the next token.
+// Measured (tied embeddings) with greedy decoding from a chat prompt, 200 tokens, seeds 1/7/42/100/12345:
+// tiny-chat at 0.02 -> 1-2 distinct tokens; 0.05 -> 6-9; 0.1 -> 146-199, no end-of-generation token.
+// bench-1b at 0.02 (~0.9/sqrt(2048)) already gives 29-46 distinct tokens out of 32-48.
+//
+// tiny-chat's lm head is untied at std 0.5. Tied to 0.02 embeddings the logits were nearly flat
+// (chosen token's log-probability about -11 over 151936 tokens, uniform is -11.9), so every greedy
+// choice was a near-tie that tiny numeric differences (batch shape, threads, weight type) flip. With
+// output.weight at 0.5 the chosen token's log-probability is about -1 on average (-2.8 to 0 per step)
+// as in a real model; same seeds and prompt: 195-200 distinct tokens of 200, no end-of-generation
+// token, in F16, F32 and Q8_0.
+constexpr preset k_presets[] = {
+    {
+        .name = "tiny-chat",
+        .summary = "qwen2, 4 layers x 128, F16, Qwen2.5 tokenizer and tool-capable chat template",
+        .arch = "qwen2",
+        .vocab_file = "ggml-vocab-qwen2.gguf",
+        .template_file = "Qwen-Qwen2.5-7B-Instruct.jinja",
+        .n_layer = 4,
+        .n_embd = 128,
+        .n_head = 4,
+        .n_head_kv = 2,
+        .n_ff = 384,
+        .n_ctx = 32768,
+        .norm = norm_kind::rms,
+        .norm_eps = 1e-6f,
+        .rope_freq_base = 1000000.0f,
+        .tied_embeddings = false,
+        .matrix_type = GGML_TYPE_F16,
+        .file_type = LLAMA_FTYPE_MOSTLY_F16,
+        .scales = {.embd = 0.02f, .matrix = 0.1f, .output = 0.5f},
+        .tensors = tensors_qwen2,
+    },
+    {
+        .name = "bench-1b",
+        .summary = "llama, 16 layers x 2048 (Llama-3.2-1B shape), Q8_0, SentencePiece 32k, Mistral [INST] template",
+        .arch = "llama",
+        .vocab_file = "ggml-vocab-llama-spm.gguf",
+        // A Mistral/llama-2 style [INST] template that knows bos/eos and folds a system message into
+        // the last user turn, so system+user conversations render.
+        .template_file = "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+        .n_layer = 16,
+        .n_embd = 2048,
+        .n_head = 32,
+        .n_head_kv = 8,
+        .n_ff = 8192,
+        .n_ctx = 16384,
+        .norm = norm_kind::rms,
+        .norm_eps = 1e-5f,
+        .rope_freq_base = 10000.0f,
+        .write_rope_dimension_count = true,
+        .write_vocab_size = true,
+        .tied_embeddings = true,
+        .matrix_type = GGML_TYPE_Q8_0,
+        .file_type = LLAMA_FTYPE_MOSTLY_Q8_0,
+        .scales = {.embd = 0.02f, .matrix = 0.02f, .output = 0.02f},
+        .tensors = tensors_llama,
+    },
+    {
+        .name = "tiny-embed",
+        .summary = "bert, 2 layers x 128, F16, BGE WordPiece tokenizer, mean pooling (embeddings only)",
+        .arch = "bert",
+        .vocab_file = "ggml-vocab-bert-bge.gguf",
+        .template_file = "",
+        .n_layer = 2,
+        .n_embd = 128,
+        .n_head = 4,
+        .n_ff = 512,
+        .n_ctx = 512,
+        .norm = norm_kind::layer,
+        .norm_eps = 1e-12f,
+        .pooling_type = 1,  // LLAMA_POOLING_TYPE_MEAN
+        .causal_attention = false,
+        .matrix_type = GGML_TYPE_F16,
+        .file_type = LLAMA_FTYPE_MOSTLY_F16,
+        .scales = {.embd = 0.02f, .matrix = 0.02f, .output = 0.02f},
+        .tensors = tensors_bert,
+    },
+};
+
+// general.file_type must match the matrices: llama.cpp reports it as the model's type, and for
+// "mostly" types it is the type of the bulk of the weights, not of the F32 norms and biases.
+constexpr matrix_type_choice k_matrix_types[] = {
+    {.name = "f32", .type = GGML_TYPE_F32, .file_type = LLAMA_FTYPE_ALL_F32},
+    {.name = "f16", .type = GGML_TYPE_F16, .file_type = LLAMA_FTYPE_MOSTLY_F16},
+    {.name = "q8_0", .type = GGML_TYPE_Q8_0, .file_type = LLAMA_FTYPE_MOSTLY_Q8_0},
+};
+
+}  // namespace
+
+std::span<const preset> all_presets() {
+    return k_presets;
+}
+
+const preset * find_preset(std::string_view name) {
+    for (const preset & p : k_presets) {
+        if (p.name == name) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+std::span<const matrix_type_choice> all_matrix_types() {
+    return k_matrix_types;
+}
+
+const matrix_type_choice * find_matrix_type(std::string_view name) {
+    for (const matrix_type_choice & c : k_matrix_types) {
+        if (c.name == name) {
+            return &c;
+        }
+    }
+    return nullptr;
+}
+
+preset with_matrix_type(preset p, const matrix_type_choice & choice) {
+    p.matrix_type = choice.type;
+    p.file_type = choice.file_type;
+    return p;
+}
+
+}  // namespace rc::mkmodel

@@ -1,0 +1,90 @@
+// The preset table: every model the generator can write, one plain struct each.
+//
+// A preset names its architecture, where its tokenizer and chat template come from in the pinned
+// llama.cpp tree, its shape, the hyperparameter keys that shape turns into, the weight types and
+// scales, and the function listing its tensors. Adding a model is one table entry plus (for a new
+// architecture) one tensor-list function in mkmodel_arch_tensors.cpp and, if the architecture
+// reads keys beyond the common ones, an extra_keys hook.
+#pragma once
+
+#include "mkmodel_arch_tensors.h"
+
+#include <ggml.h>
+#include <llama.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+struct gguf_context;
+
+namespace rc::mkmodel {
+
+enum class norm_kind { rms, layer };
+
+// Standard deviations of the random weights. Norm weights are always 1 and biases 0.
+struct weight_scales {
+    float embd = 0.02f;    // token (and position / token-type) embeddings; also the lm head when tied
+    float matrix = 0.02f;  // attention and feed-forward projections
+    float output = 0.02f;  // an untied lm head (output.weight)
+};
+
+struct preset {
+    std::string_view name = {};
+    std::string_view summary = {};
+
+    std::string_view arch = {};           // general.architecture and the prefix of the hyperparameter keys
+    std::string_view vocab_file = {};     // <llama-src>/models/<vocab_file>: every tokenizer.* key is copied
+    std::string_view template_file = {};  // <llama-src>/models/templates/<template_file>; empty: none
+
+    uint32_t n_layer = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_head = 0;
+    std::optional<uint32_t> n_head_kv = std::nullopt;  // written only when set (llama.cpp defaults it to n_head)
+    uint32_t n_ff = 0;
+    uint32_t n_ctx = 0;  // <arch>.context_length (n_ctx_train)
+
+    norm_kind norm = norm_kind::rms;
+    float norm_eps = 1e-5f;
+    std::optional<float> rope_freq_base = std::nullopt;     // unset for architectures without RoPE
+    bool write_rope_dimension_count = false;                // <arch>.rope.dimension_count = n_embd / n_head
+    bool write_vocab_size = false;                          // <arch>.vocab_size
+    std::optional<uint32_t> pooling_type = std::nullopt;    // <arch>.pooling_type (a llama_pooling_type)
+    std::optional<bool> causal_attention = std::nullopt;    // <arch>.attention.causal
+
+    bool tied_embeddings = true;  // decoders: no output.weight, llama.cpp reuses token_embd as the lm head
+
+    ggml_type matrix_type = GGML_TYPE_F16;  // 2-D projection and embedding weights; norms and biases stay F32
+    llama_ftype file_type = LLAMA_FTYPE_MOSTLY_F16;
+    weight_scales scales{};
+
+    // The tensors of the model, in file order; vocab describes the copied tokenizer.
+    std::vector<tensor_spec> (*tensors)(const preset & p, const vocab_info & vocab) = nullptr;
+    // Keys beyond the common hyperparameters (e.g. ssm.* for a recurrent model); may be null.
+    void (*extra_keys)(gguf_context * ctx, const preset & p) = nullptr;
+};
+
+std::span<const preset> all_presets();
+
+// nullptr when no preset has that name.
+const preset * find_preset(std::string_view name);
+
+// A weight type --type can select for a preset's matrices, with the general.file_type it implies.
+struct matrix_type_choice {
+    std::string_view name = {};  // as written on the command line: f32, f16, q8_0
+    ggml_type type = GGML_TYPE_F32;
+    llama_ftype file_type = LLAMA_FTYPE_ALL_F32;
+};
+
+std::span<const matrix_type_choice> all_matrix_types();
+
+// nullptr when no choice has that name.
+const matrix_type_choice * find_matrix_type(std::string_view name);
+
+// The preset with its matrices (and general.file_type) switched to `choice`; norms, biases and the
+// F32 embeddings of a tensor list stay as they are.
+preset with_matrix_type(preset p, const matrix_type_choice & choice);
+
+}  // namespace rc::mkmodel

@@ -1,0 +1,66 @@
+# The pinned llama.cpp, built once per (commit, backend) by scripts/llama.sh into a cache outside the
+# clone, imported here as static libraries. RUSTYCAGE_LLAMA_BUILD may name a finished build dir directly.
+set(rc_llama_backend cpu)
+if(RUSTYCAGE_CUDA)
+  set(rc_llama_backend cuda)
+elseif(RUSTYCAGE_VULKAN)
+  set(rc_llama_backend vulkan)
+elseif(RUSTYCAGE_METAL)
+  set(rc_llama_backend metal)
+endif()
+
+if(NOT RUSTYCAGE_LLAMA_BUILD)
+  message(STATUS "llama.cpp: fetching/building the pinned tree (${rc_llama_backend}); first time takes a while")
+  execute_process(COMMAND ${PROJECT_SOURCE_DIR}/scripts/llama.sh build ${rc_llama_backend}
+                  OUTPUT_VARIABLE rc_llama_out OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE rc_llama_rc)
+  if(NOT rc_llama_rc EQUAL 0)
+    message(FATAL_ERROR "scripts/llama.sh failed (${rc_llama_rc})")
+  endif()
+  set(RUSTYCAGE_LLAMA_BUILD ${rc_llama_out})
+endif()
+file(READ ${RUSTYCAGE_LLAMA_BUILD}/source-dir RUSTYCAGE_LLAMA_SRC)
+string(STRIP "${RUSTYCAGE_LLAMA_SRC}" RUSTYCAGE_LLAMA_SRC)
+message(STATUS "llama.cpp: source ${RUSTYCAGE_LLAMA_SRC}, build ${RUSTYCAGE_LLAMA_BUILD}")
+
+set(B ${RUSTYCAGE_LLAMA_BUILD})
+file(GLOB rc_ggml_backend_libs ${B}/ggml/src/libggml-*.a ${B}/ggml/src/ggml-*/libggml-*.a)
+list(FILTER rc_ggml_backend_libs EXCLUDE REGEX "libggml-base\\.a$")
+find_package(OpenMP)
+
+add_library(rc_llama_cpp INTERFACE)
+add_library(rc::llama_cpp ALIAS rc_llama_cpp)
+target_include_directories(rc_llama_cpp SYSTEM INTERFACE ${RUSTYCAGE_LLAMA_SRC}/include ${RUSTYCAGE_LLAMA_SRC}/ggml/include)
+target_link_libraries(rc_llama_cpp INTERFACE
+  -Wl,--start-group ${B}/src/libllama.a ${B}/ggml/src/libggml.a ${rc_ggml_backend_libs}
+  ${B}/ggml/src/libggml-base.a -Wl,--end-group Threads::Threads ${CMAKE_DL_LIBS} m)
+if(OpenMP_CXX_FOUND)
+  target_link_libraries(rc_llama_cpp INTERFACE OpenMP::OpenMP_CXX)
+endif()
+if(RUSTYCAGE_CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  target_link_libraries(rc_llama_cpp INTERFACE CUDA::cudart CUDA::cublas CUDA::cublasLt CUDA::cuda_driver)
+endif()
+if(RUSTYCAGE_VULKAN)
+  find_package(Vulkan REQUIRED)
+  target_link_libraries(rc_llama_cpp INTERFACE Vulkan::Vulkan)
+endif()
+
+# llama.cpp's common library: chat templates (jinja), tool-call parsing, samplers, JSON-schema grammars.
+add_library(rc_llama_common INTERFACE)
+add_library(rc::llama_common ALIAS rc_llama_common)
+target_include_directories(rc_llama_common SYSTEM INTERFACE ${RUSTYCAGE_LLAMA_SRC}/common ${RUSTYCAGE_LLAMA_SRC}/vendor)
+target_link_libraries(rc_llama_common INTERFACE ${B}/common/libllama-common.a ${B}/common/libllama-common-base.a
+  ${B}/vendor/cpp-httplib/libcpp-httplib.a rc::llama_cpp)
+
+# The cpp-httplib copy the tree carries (same build, same flags as llama.cpp's own server).
+add_library(rc_httplib INTERFACE)
+add_library(rc::httplib ALIAS rc_httplib)
+target_include_directories(rc_httplib SYSTEM INTERFACE ${RUSTYCAGE_LLAMA_SRC}/vendor)
+target_compile_definitions(rc_httplib INTERFACE CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH=1048576
+  CPPHTTPLIB_LISTEN_BACKLOG=512 CPPHTTPLIB_REQUEST_URI_MAX_LENGTH=32768 CPPHTTPLIB_TCP_NODELAY=1)
+target_link_libraries(rc_httplib INTERFACE ${B}/vendor/cpp-httplib/libcpp-httplib.a Threads::Threads)
+unset(B)
+
+file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/llama.sh rc_commit_line REGEX "^LLAMA_COMMIT=")
+string(REGEX REPLACE "^LLAMA_COMMIT=" "" RUSTYCAGE_LLAMA_COMMIT "${rc_commit_line}")

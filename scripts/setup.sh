@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and the tests need. Idempotent and quick when nothing is
+# missing; uses apt-get only (as root, or through sudo when available).
+set -euo pipefail
+
+packages=(
+    build-essential cmake ninja-build ccache git pkg-config ca-certificates curl
+    libssl-dev libcurl4-openssl-dev libsqlite3-dev
+    libgtest-dev libgmock-dev libcli11-dev
+    prometheus        # promtool checks our /metrics exposition in the tests
+)
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "[setup] installing: ${missing[*]}" >&2
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the whole suite: C++ unit and integration tests (ctest), then the Node client suites when
+# present. Test models are generated into the build dir by a ctest fixture.
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600
+if [ -f tests/clients/package.json ]; then
+    scripts/test-clients.sh "$build"
+fi

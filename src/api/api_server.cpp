@@ -1,0 +1,131 @@
+#include "api/api_server.h"
+
+#include <algorithm>
+
+#include "api/api_error.h"
+#include "api/health_routes.h"
+#include "api/json_fields.h"
+#include "api/openai/openai_routes.h"
+#include "util/log.h"
+
+namespace rc::api {
+
+namespace {
+
+const char * cors_allow_headers = "Authorization, Content-Type, OpenAI-Organization, OpenAI-Project, OpenAI-Beta, X-Stainless-Arch, "
+                                  "X-Stainless-Lang, X-Stainless-OS, X-Stainless-Package-Version, X-Stainless-Runtime, "
+                                  "X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout, X-Stainless-Async, "
+                                  "X-Stainless-Helper-Method, X-Stainless-Poll-Helper, X-Stainless-Custom-Poll-Interval, "
+                                  "X-Requested-With, User-Agent, Accept";
+
+bool is_public(const std::string & path) {
+    return path == "/" || path == "/health" || path.rfind("/v1/health/", 0) == 0 || path == "/api/version" || path == "/v1/version";
+}
+
+void add_cors(http_response & r, const http_request & req) {
+    std::string origin = req.header("origin");
+    r.headers.push_back({"Access-Control-Allow-Origin", origin.empty() ? "*" : origin});
+    r.headers.push_back({"Vary", "Origin"});
+}
+
+http_server_options server_options(api_context & ctx, size_t max_body) {
+    http_server_options o;
+    o.max_body_bytes = max_body;
+    o.before = [&ctx](const http_request & req) -> std::unique_ptr<http_response> {
+        if (req.method == "OPTIONS") {
+            auto r = std::make_unique<http_response>();
+            r->status = 204;
+            r->content_type = "text/plain";
+            add_cors(*r, req);
+            r->headers.push_back({"Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"});
+            r->headers.push_back({"Access-Control-Allow-Headers", cors_allow_headers});
+            r->headers.push_back({"Access-Control-Max-Age", "86400"});
+            return r;
+        }
+        if (ctx.opts.api_keys.empty() || is_public(req.path)) return nullptr;
+        std::string auth = req.header("authorization");
+        std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.header("x-api-key");
+        if (std::find(ctx.opts.api_keys.begin(), ctx.opts.api_keys.end(), key) != ctx.opts.api_keys.end()) return nullptr;
+        auto r = std::make_unique<http_response>(error_response(dialect_for_path(req.path), 401, "invalid or missing API key"));
+        r->headers.push_back({"WWW-Authenticate", "Bearer"});
+        add_cors(*r, req);
+        return r;
+    };
+    o.on_exception = [](const http_request & req, std::exception_ptr ep) {
+        http_response r;
+        try {
+            std::rethrow_exception(ep);
+        } catch (const api_error & e) {
+            r = error_response(dialect_for_path(req.path), e.status, e.what(), e.param);
+        } catch (const std::exception & e) {
+            rc::log::error("api", "unhandled", {{"path", req.path}, {"what", e.what()}});
+            r = error_response(dialect_for_path(req.path), 500, std::string("internal error: ") + e.what());
+        } catch (...) {
+            r = error_response(dialect_for_path(req.path), 500, "internal error");
+        }
+        if (r.status == 503) r.headers.push_back({"Retry-After", "1"});
+        add_cors(r, req);
+        return r;
+    };
+    o.on_status = [](const http_request & req, int status) {
+        std::string msg = status == 404 ? "no route for " + req.method + " " + req.path
+                          : status == 413 ? "request body too large"
+                                          : "bad request";
+        auto r = error_response(dialect_for_path(req.path), status, msg);
+        add_cors(r, req);
+        return r;
+    };
+    o.on_complete = [](const http_request & req, int status, double ms) {
+        rc::log::debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", status}, {"ms", ms}});
+    };
+    return o;
+}
+
+}  // namespace
+
+std::vector<route> all_routes(api_context & ctx) {
+    std::vector<route> routes = health_routes(ctx);
+    for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
+    // Every response carries CORS headers so browser clients can read it.
+    for (auto & r : routes) {
+        r.handler = [h = std::move(r.handler)](const http_request & req) {
+            http_response resp = h(req);
+            add_cors(resp, req);
+            return resp;
+        };
+    }
+    return routes;
+}
+
+api_server::api_server(models::model_manager & models, api_options opts) : ctx_{models, std::move(opts)} {}
+
+api_server::~api_server() { stop(); }
+
+status api_server::start(const listen_options & listen) {
+    std::vector<int> ports = {listen.openai_port};
+    if (listen.ollama_port >= 0) ports.push_back(listen.ollama_port);
+    for (size_t i = 0; i < ports.size(); ++i) {
+        auto srv = std::make_unique<http_server>(all_routes(ctx_), server_options(ctx_, listen.max_body_bytes));
+        auto bound = srv->bind(listen.host, ports[i]);
+        if (!bound) {
+            stop();
+            return bound.err();
+        }
+        (i == 0 ? openai_port_ : ollama_port_) = bound.value();
+        servers_.push_back(std::move(srv));
+    }
+    for (auto & s : servers_) threads_.emplace_back([srv = s.get()] { srv->serve(); });
+    rc::log::info("api", "listening", {{"host", listen.host}, {"openai_port", openai_port_}, {"ollama_port", ollama_port_}});
+    return {};
+}
+
+void api_server::stop() {
+    for (auto & s : servers_) s->stop();
+    for (auto & t : threads_) {
+        if (t.joinable()) t.join();
+    }
+    threads_.clear();
+    servers_.clear();
+}
+
+}  // namespace rc::api

@@ -1,0 +1,45 @@
+#pragma once
+// The API process surface: one route table served on two listeners (OpenAI's default port and
+// Ollama's), with the cross-cutting pieces every route shares: the error barrier, API-key auth,
+// CORS and the access log.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/api_context.h"
+#include "api/http_server.h"
+#include "util/result.h"
+
+namespace rc::api {
+
+struct listen_options {
+    std::string host = "127.0.0.1";
+    int openai_port = 8080;   // 0: any free port
+    int ollama_port = 11434;  // 0: any free port; -1: no second listener
+    size_t max_body_bytes = 32u << 20;
+};
+
+class api_server {
+  public:
+    api_server(models::model_manager & models, api_options opts);
+    ~api_server();
+
+    // Binds both ports and starts serving on background threads. Errors: io.
+    status start(const listen_options & listen);
+    void stop();
+    int openai_port() const { return openai_port_; }
+    int ollama_port() const { return ollama_port_; }
+
+  private:
+    api_context ctx_;
+    std::vector<std::unique_ptr<http_server>> servers_;
+    std::vector<std::thread> threads_;
+    int openai_port_ = -1;
+    int ollama_port_ = -1;
+};
+
+// The full route table (exposed for tests).
+std::vector<route> all_routes(api_context & ctx);
+
+}  // namespace rc::api

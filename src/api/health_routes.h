@@ -1,0 +1,12 @@
+#pragma once
+// Liveness/readiness (NIM-style and llama-server's /health) and version endpoints. Always public.
+#include <vector>
+
+#include "api/api_context.h"
+#include "api/http_server.h"
+
+namespace rc::api {
+
+std::vector<route> health_routes(api_context & ctx);
+
+}  // namespace rc::api

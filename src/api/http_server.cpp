@@ -1,0 +1,119 @@
+#include "api/http_server.h"
+
+#include <cpp-httplib/httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+
+namespace rc::api {
+
+struct http_server::impl {
+    httplib::Server server;
+    http_server_options opts;
+};
+
+namespace {
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+http_request convert(const httplib::Request & req) {
+    http_request r;
+    r.method = req.method;
+    r.path = req.path;
+    r.body = req.body;
+    r.remote_addr = req.remote_addr;
+    for (const auto & [k, v] : req.path_params) r.path_params[k] = v;
+    for (const auto & [k, v] : req.params) r.query.emplace(k, v);
+    for (const auto & [k, v] : req.headers) r.headers[lower(k)] = v;
+    r.client_gone = req.is_connection_closed;
+    return r;
+}
+
+void apply(const http_response & in, httplib::Response & out) {
+    out.status = in.status;
+    for (const auto & [k, v] : in.headers) out.set_header(k, v);
+    if (in.stream) {
+        auto fn = in.stream;
+        out.set_chunked_content_provider(in.content_type, [fn](size_t, httplib::DataSink & sink) {
+            stream_sink s;
+            s.write = [&sink](std::string_view chunk) { return sink.is_writable() && sink.write(chunk.data(), chunk.size()); };
+            s.alive = [&sink] { return sink.is_writable(); };
+            fn(s);
+            sink.done();
+            return true;
+        });
+    } else {
+        out.set_content(in.body, in.content_type);
+    }
+}
+
+}  // namespace
+
+http_server::http_server(std::vector<route> routes, http_server_options opts) : impl_(std::make_unique<impl>()) {
+    impl_->opts = std::move(opts);
+    auto & srv = impl_->server;
+    auto * o = &impl_->opts;
+    const int max_threads = o->max_threads;
+    srv.new_task_queue = [max_threads] { return new httplib::ThreadPool(8, static_cast<size_t>(max_threads)); };
+    srv.set_payload_max_length(o->max_body_bytes);
+    srv.set_read_timeout(600);
+    srv.set_write_timeout(600);
+    srv.set_keep_alive_max_count(1000);
+
+    for (auto & rt : routes) {
+        auto h = rt.handler;
+        auto wrapped = [h, o](const httplib::Request & req, httplib::Response & res) {
+            auto start = std::chrono::steady_clock::now();
+            http_request r = convert(req);
+            http_response out;
+            std::unique_ptr<http_response> early = o->before ? o->before(r) : nullptr;
+            if (early) {
+                out = std::move(*early);
+            } else {
+                try {
+                    out = h(r);
+                } catch (...) {
+                    out = o->on_exception(r, std::current_exception());
+                }
+            }
+            apply(out, res);
+            if (o->on_complete) {
+                double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+                o->on_complete(r, out.status, ms);
+            }
+        };
+        // httplib matches ":param" segments; a trailing "*" becomes a regex tail.
+        std::string pattern = rt.pattern;
+        if (!pattern.empty() && pattern.back() == '*') pattern = pattern.substr(0, pattern.size() - 1) + "(.*)";
+        if (rt.method == "GET") srv.Get(pattern, wrapped);
+        else if (rt.method == "POST") srv.Post(pattern, wrapped);
+        else if (rt.method == "DELETE") srv.Delete(pattern, wrapped);
+        else if (rt.method == "HEAD") srv.Get(pattern, wrapped);  // httplib answers HEAD through GET routes
+        else if (rt.method == "OPTIONS") srv.Options(pattern, wrapped);
+    }
+    srv.set_error_handler([o](const httplib::Request & req, httplib::Response & res) {
+        // Only for errors without a body (unknown routes, httplib's own 4xx such as 413).
+        if (!res.body.empty()) return;
+        if (o->on_status) apply(o->on_status(convert(req), res.status), res);
+    });
+}
+
+http_server::~http_server() { stop(); }
+
+result<int> http_server::bind(const std::string & host, int port) {
+    int bound = port == 0 ? impl_->server.bind_to_any_port(host) : (impl_->server.bind_to_port(host, port) ? port : -1);
+    if (bound <= 0) return make_error(errc::io, "cannot listen on " + host + ":" + std::to_string(port) + " (in use or not permitted)");
+    return bound;
+}
+
+void http_server::serve() { impl_->server.listen_after_bind(); }
+
+void http_server::stop() {
+    if (impl_->server.is_running()) impl_->server.stop();
+}
+
+}  // namespace rc::api

@@ -1,0 +1,86 @@
+#pragma once
+// Our small HTTP interface (the library behind it is cpp-httplib from the pinned llama.cpp tree; no
+// other file includes httplib.h). A handler returns a response; a streaming response carries a
+// function that writes chunks on the connection's thread and learns when the client went away.
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace rc::api {
+
+struct http_request {
+    std::string method;
+    std::string path;
+    std::string body;
+    std::string remote_addr;
+    std::map<std::string, std::string> path_params;   // ":name" segments of the route pattern
+    std::multimap<std::string, std::string> query;
+    std::map<std::string, std::string> headers;       // names lower-cased
+    std::function<bool()> client_gone;                // true once the client closed the connection
+
+    std::string header(const std::string & lower_name) const {
+        auto it = headers.find(lower_name);
+        return it == headers.end() ? std::string() : it->second;
+    }
+};
+
+// Writes one chunk; false when the client is gone (stop producing and cancel the work).
+struct stream_sink {
+    std::function<bool(std::string_view)> write;
+    std::function<bool()> alive;
+};
+
+struct http_response {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::function<void(stream_sink &)> stream;  // set: the body is produced by this, chunked
+};
+
+using http_handler = std::function<http_response(const http_request &)>;
+
+struct route {
+    std::string method;   // GET, POST, DELETE, HEAD
+    std::string pattern;  // "/v1/models" or "/v1/models/:id"; a trailing "*" matches any rest of path
+    http_handler handler;
+};
+
+struct http_server_options {
+    size_t max_body_bytes = 32u << 20;
+    int max_threads = 256;  // each streaming client holds a thread while it streams
+    // Called for every request after its response is sent (metrics, access log).
+    std::function<void(const http_request &, int status, double ms)> on_complete;
+    // Called for any request before routing; a returned response short-circuits (auth, CORS).
+    std::function<std::unique_ptr<http_response>(const http_request &)> before;
+    // Turns an exception escaping a handler into a response (the one error barrier).
+    std::function<http_response(const http_request &, std::exception_ptr)> on_exception;
+    // Body for an error status raised by the HTTP layer itself (404 no route, 413 body too large, …).
+    std::function<http_response(const http_request &, int status)> on_status;
+};
+
+class http_server {
+  public:
+    http_server(std::vector<route> routes, http_server_options opts);
+    ~http_server();
+    http_server(const http_server &) = delete;
+    http_server & operator=(const http_server &) = delete;
+
+    // Binds; port 0 picks a free port. Returns the bound port. Errors: io (address in use, …).
+    result<int> bind(const std::string & host, int port);
+    // Serves until stop(); call after bind(), typically on its own thread.
+    void serve();
+    void stop();
+
+  private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace rc::api

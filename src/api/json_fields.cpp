@@ -1,0 +1,99 @@
+#include "api/json_fields.h"
+
+#include <cmath>
+
+#include "api/api_error.h"
+
+namespace rc::api {
+
+json parse_body(const http_request & req) {
+    if (req.body.empty()) bad_request("request body is empty; expected a JSON object");
+    json j;
+    try {
+        j = json::parse(req.body);
+    } catch (const std::exception & e) {
+        bad_request(std::string("request body is not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) bad_request("request body must be a JSON object");
+    return j;
+}
+
+namespace {
+const json * find(const json & j, const char * key) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+}  // namespace
+
+std::optional<std::string> opt_string(const json & j, const char * key) {
+    const json * v = find(j, key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) bad_request(std::string("'") + key + "' must be a string", key);
+    return v->get<std::string>();
+}
+
+std::optional<bool> opt_bool(const json & j, const char * key) {
+    const json * v = find(j, key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) bad_request(std::string("'") + key + "' must be a boolean", key);
+    return v->get<bool>();
+}
+
+std::optional<double> opt_number(const json & j, const char * key, double min, double max) {
+    const json * v = find(j, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) bad_request(std::string("'") + key + "' must be a number", key);
+    double d = v->get<double>();
+    if (!std::isfinite(d) || d < min || d > max) {
+        bad_request(std::string("'") + key + "' must be between " + dump(json(min)) + " and " + dump(json(max)), key);
+    }
+    return d;
+}
+
+std::optional<long long> opt_int(const json & j, const char * key, long long min, long long max) {
+    const json * v = find(j, key);
+    if (!v) return std::nullopt;
+    auto out_of_range = [&] {
+        bad_request(std::string("'") + key + "' must be between " + std::to_string(min) + " and " + std::to_string(max), key);
+    };
+    if (v->is_number_float()) {
+        double d = v->get<double>();
+        if (std::floor(d) != d) bad_request(std::string("'") + key + "' must be an integer", key);
+        if (d < static_cast<double>(min) || d > static_cast<double>(max)) out_of_range();
+        return static_cast<long long>(d);
+    }
+    if (!v->is_number_integer()) bad_request(std::string("'") + key + "' must be an integer", key);
+    if (v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(max)) out_of_range();
+    long long n = v->get<long long>();
+    if (n < min || n > max) out_of_range();
+    return n;
+}
+
+std::string require_string(const json & j, const char * key) {
+    auto v = opt_string(j, key);
+    if (!v) bad_request(std::string("'") + key + "' is required", key);
+    return *v;
+}
+
+std::vector<std::string> opt_string_list(const json & j, const char * key, size_t max_items) {
+    const json * v = find(j, key);
+    std::vector<std::string> out;
+    if (!v) return out;
+    if (v->is_string()) {
+        out.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+        for (const auto & s : *v) {
+            if (!s.is_string()) bad_request(std::string("'") + key + "' must be a string or a list of strings", key);
+            out.push_back(s.get<std::string>());
+        }
+    } else {
+        bad_request(std::string("'") + key + "' must be a string or a list of strings", key);
+    }
+    if (out.size() > max_items) bad_request(std::string("'") + key + "' has more than " + std::to_string(max_items) + " items", key);
+    return out;
+}
+
+std::string dump(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace rc::api

@@ -1,0 +1,50 @@
+#pragma once
+// Chat formatting through llama.cpp's common jinja engine and the model's own template, exactly as
+// llama-server does it: messages + tools → prompt text, grammar (tool calls / JSON schema), extra
+// stops and the parser that turns generated text back into content, reasoning and tool calls.
+// Thread-safe (the model's templates are immutable); called on HTTP threads.
+#include <chat.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/constraint.h"
+#include "llama/model.h"
+#include "util/result.h"
+
+namespace rc::engine {
+
+struct chat_input {
+    std::vector<common_chat_msg> messages;
+    std::vector<common_chat_tool> tools;
+    common_chat_tool_choice tool_choice = COMMON_CHAT_TOOL_CHOICE_AUTO;
+    bool parallel_tool_calls = false;
+    std::string json_schema;        // JSON text of a schema the output must satisfy; empty: none
+    std::string grammar;            // user GBNF; empty: none (exclusive with tools and json_schema)
+    bool enable_thinking = true;
+    bool add_generation_prompt = true;
+};
+
+struct chat_prompt {
+    std::string text;                           // the rendered prompt
+    constraint grammar;
+    std::vector<std::string> additional_stops;  // from the template (e.g. end-of-turn strings)
+    common_chat_parser_params parser;           // for parse_chat_output
+};
+
+// Errors: invalid_argument when the template rejects the messages/tools or the schema is invalid.
+result<chat_prompt> render_chat(const llama::model & m, const chat_input & in);
+
+// Parses generated text (partial while streaming) into content / reasoning / tool calls.
+// Never throws; on a parse failure of final text returns the text as plain content.
+common_chat_msg parse_chat_output(const std::string & text, bool partial, const common_chat_parser_params & parser);
+
+// For tool_choice required/named: removes the optional free-text prefix llama.cpp's grammar allows
+// before the tool call, so the reply starts with the call. Returns the grammar unchanged when its
+// root rule has no such prefix.
+std::string require_immediate_tool_call(const std::string & gbnf);
+
+// JSON schema → GBNF constraint for raw completions (no template involved).
+result<constraint> schema_constraint(const std::string & json_schema);
+
+}  // namespace rc::engine

@@ -1,0 +1,148 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "engine/engine_impl.h"
+#include "util/log.h"
+
+namespace rc::engine {
+
+const char * finish_reason_name(finish_reason r) {
+    switch (r) {
+        case finish_reason::none: return "none";
+        case finish_reason::stop: return "stop";
+        case finish_reason::length: return "length";
+        case finish_reason::cancelled: return "cancelled";
+        case finish_reason::error: return "error";
+    }
+    return "none";
+}
+
+std::optional<ggml_type> parse_kv_type(const std::string & name) {
+    if (name == "f16") return GGML_TYPE_F16;
+    if (name == "f32") return GGML_TYPE_F32;
+    if (name == "q8_0") return GGML_TYPE_Q8_0;
+    return std::nullopt;
+}
+
+result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, const engine_options & opts) {
+    if (!m) return make_error(errc::invalid_argument, "no model");
+    if (opts.n_parallel < 1 || opts.n_parallel > 128) return make_error(errc::invalid_argument, "parallel must be 1..128");
+    if (opts.n_ctx < 0) return make_error(errc::invalid_argument, "ctx-size must be >= 0");
+    if (opts.n_batch < 1 || opts.n_ubatch < 1) return make_error(errc::invalid_argument, "batch sizes must be >= 1");
+    if (opts.kv_type == GGML_TYPE_Q8_0 && !opts.flash_attn)
+        return make_error(errc::invalid_argument, "a q8_0 KV cache needs flash attention (--flash-attn)");
+
+    std::unique_ptr<engine> e(new engine());
+    e->model_ = m;
+    e->opts_ = opts;
+    e->impl_ = std::make_unique<impl>();
+    e->impl_->model = m.get();
+    e->impl_->opts = opts;
+    const auto & info = m->info();
+    int n_ctx = opts.n_ctx > 0 ? opts.n_ctx : info.n_ctx_train;
+    // Encoders with learned absolute positions (BERT) cannot see past their training length.
+    if (info.is_embedding && info.n_ctx_train > 0) n_ctx = std::min(n_ctx, info.n_ctx_train);
+
+    auto cp = llama_context_default_params();
+    cp.n_ctx = static_cast<uint32_t>(n_ctx);
+    cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + opts.n_seq_extra);
+    cp.kv_unified = true;  // one cell pool: sequences share prefix cells via seq_cp (DESIGN.md §4)
+    int threads = opts.n_threads > 0 ? opts.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    cp.n_threads = threads;
+    cp.n_threads_batch = threads;
+    cp.no_perf = true;
+    cp.type_k = opts.kv_type;
+    cp.type_v = opts.kv_type;
+    cp.flash_attn_type = opts.flash_attn ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    if (info.is_embedding) {
+        // Non-causal encoders see a whole input at once: one input must fit one physical batch.
+        // llama.cpp reserves its graph with n_ubatch rounded up to a multiple of n_seq_max; for mean
+        // pooling that mismatch aborts, so make the batch a multiple of the sequence count.
+        cp.embeddings = true;
+        cp.kv_unified = false;  // encoders keep no KV cache
+        cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel);
+        uint32_t ub = static_cast<uint32_t>(n_ctx);
+        ub = (ub + cp.n_seq_max - 1) / cp.n_seq_max * cp.n_seq_max;
+        cp.n_batch = cp.n_ubatch = ub;
+    } else {
+        cp.n_batch = static_cast<uint32_t>(opts.n_batch);
+        cp.n_ubatch = static_cast<uint32_t>(std::min(opts.n_ubatch, opts.n_batch));
+    }
+    e->impl_->ctx = llama_init_from_model(m->get(), cp);
+    if (!e->impl_->ctx) return make_error(errc::internal, "llama.cpp could not create a context of " + std::to_string(n_ctx) + " cells");
+    e->impl_->mem = llama_get_memory(e->impl_->ctx);
+    e->n_ctx_ = e->impl_->n_ctx = info.is_embedding ? n_ctx : static_cast<int>(llama_n_ctx(e->impl_->ctx));
+    e->impl_->batch = std::make_unique<llama::batch>(static_cast<int32_t>(cp.n_batch));
+    for (int i = opts.n_parallel - 1; i >= 0; --i) e->impl_->free_ids.push_back(i);
+
+    rc::log::info("engine", "started", {{"model", m->path()}, {"n_ctx", e->n_ctx_}, {"parallel", opts.n_parallel},
+                                        {"threads", threads}, {"embedding", info.is_embedding}});
+    e->thread_ = std::thread([raw = e.get()] { raw->run(); });
+    return e;
+}
+
+engine::~engine() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+result<std::shared_ptr<request_channel>> engine::submit(generation_request req) {
+    const bool embed_model = is_embedding();
+    if (req.kind == request_kind::embed && !embed_model)
+        return make_error(errc::invalid_argument, "model does not produce embeddings (it is a text generation model)");
+    if (req.kind == request_kind::generate && embed_model)
+        return make_error(errc::invalid_argument, "model is an embedding model; it cannot generate text");
+    if (req.prompt.empty()) return make_error(errc::invalid_argument, "prompt is empty");
+    for (llama_token t : req.prompt) {
+        if (!model_->valid_token(t)) return make_error(errc::invalid_argument, "prompt token " + std::to_string(t) + " is outside the vocabulary");
+    }
+    const int n_prompt = static_cast<int>(req.prompt.size());
+    if (n_prompt >= n_ctx_ || (embed_model && n_prompt > n_ctx_)) {
+        if (!req.truncate_prompt) {
+            return make_error(errc::context_overflow, "the prompt is " + std::to_string(n_prompt) + " tokens but the context holds " +
+                                                          std::to_string(n_ctx_) + " tokens (--ctx-size); shorten it or ask for truncation");
+        }
+        int keep = embed_model ? n_ctx_ : n_ctx_ - 1 - std::min(req.max_tokens > 0 ? req.max_tokens : n_ctx_ / 4, n_ctx_ / 2);
+        req.prompt.erase(req.prompt.begin(), req.prompt.end() - keep);
+    }
+    if (req.kind == request_kind::generate) {
+        if (auto st = validate_sampling(*model_, req.sampling); !st) return st.err();
+    }
+    auto ch = std::make_shared<request_channel>();
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return make_error(errc::unavailable, "the model is being unloaded");
+        if (static_cast<int>(incoming_.size()) + impl_->queued.load() >= opts_.max_queue)
+            return make_error(errc::unavailable, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting)");
+        incoming_.emplace_back(std::move(req), ch);
+    }
+    wake_.notify_one();
+    return ch;
+}
+
+engine_stats engine::stats() const {
+    engine_stats s;
+    {
+        std::lock_guard lock(mutex_);
+        s.queued = static_cast<int>(incoming_.size());
+    }
+    s.queued += impl_->queued.load();
+    s.running = impl_->running.load();
+    s.n_ctx = n_ctx_;
+    s.kv_cells_used = impl_->cells_used.load();
+    s.prompt_tokens = impl_->prompt_tokens.load();
+    s.generated_tokens = impl_->generated_tokens.load();
+    s.requests_finished = impl_->finished.load();
+    s.requests_cancelled = impl_->cancelled.load();
+    s.requests_failed = impl_->failed.load();
+    return s;
+}
+
+}  // namespace rc::engine

@@ -1,0 +1,89 @@
+#pragma once
+// One engine per loaded model (DESIGN.md §4). Its thread owns the llama_context, the sequences and
+// their KV cells; other threads only submit requests and read the returned channel.
+//
+// Continuous batching: each step decodes one token for every running sequence plus prefill chunks of
+// admitted ones in a single llama_decode; requests join between steps; a cancelled request's
+// sequence is freed at the next step.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "engine/request.h"
+#include "engine/request_channel.h"
+#include "llama/model.h"
+#include "util/result.h"
+
+namespace rc::engine {
+
+struct engine_options {
+    int n_ctx = 4096;           // KV cells shared by all sequences (llama-server's -c); 0: model's training context
+    int n_parallel = 4;         // sequences decoding at once
+    int n_batch = 2048;         // tokens per decode step
+    int n_ubatch = 512;         // physical batch
+    int prefill_chunk = 512;    // prefill tokens per sequence per step while others decode
+    int n_threads = 0;          // 0: all cores
+    int max_queue = 256;        // waiting requests before submit() answers `unavailable`
+    int n_seq_extra = 1;        // sequence ids beyond n_parallel (scratch / cached sequences of the KV manager)
+    bool flash_attn = false;
+    ggml_type kv_type = GGML_TYPE_F16;  // KV cache cell type: F16, F32, or Q8_0 (needs flash_attn)
+};
+
+// "f16", "f32", "q8_0" → the KV cell type; nullopt for anything else.
+std::optional<ggml_type> parse_kv_type(const std::string & name);
+
+// A snapshot for metrics and /api/ps. Counters only grow.
+struct engine_stats {
+    int queued = 0;
+    int running = 0;
+    int n_ctx = 0;
+    int kv_cells_used = 0;
+    uint64_t prompt_tokens = 0;     // computed prompt tokens
+    uint64_t generated_tokens = 0;
+    uint64_t requests_finished = 0;
+    uint64_t requests_cancelled = 0;
+    uint64_t requests_failed = 0;
+};
+
+class engine {
+  public:
+    // Creates the context and starts the engine thread. Errors: invalid_argument (bad options),
+    // internal (llama.cpp could not create the context, e.g. out of memory).
+    static result<std::unique_ptr<engine>> start(std::shared_ptr<llama::model> m, const engine_options & opts);
+    ~engine();  // stops the thread; pending and running requests end with an error event
+
+    // Validates and queues a request. Errors: invalid_argument, context_overflow (prompt longer than
+    // the context and no truncation asked), unavailable (queue full or stopping).
+    // Thread-safe.
+    result<std::shared_ptr<request_channel>> submit(generation_request req);
+
+    engine_stats stats() const;
+    const llama::model & model() const { return *model_; }
+    std::shared_ptr<llama::model> model_ptr() const { return model_; }
+    int n_ctx() const { return n_ctx_; }
+    bool is_embedding() const { return model_->info().is_embedding; }
+
+  private:
+    struct impl;
+    engine() = default;
+    void run();
+
+    std::shared_ptr<llama::model> model_;
+    engine_options opts_;
+    int n_ctx_ = 0;
+    std::unique_ptr<impl> impl_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::pair<generation_request, std::shared_ptr<request_channel>>> incoming_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace rc::engine

@@ -1,0 +1,93 @@
+#include "llama/model.h"
+
+#include <common.h>
+
+#include <filesystem>
+
+#include "llama/backend.h"
+#include "util/log.h"
+
+namespace rc::llama {
+
+result<std::shared_ptr<model>> model::load(const std::string & path, const model_load_options & opts) {
+    ensure_backend();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        return make_error(errc::not_found, "model file not found: " + path);
+    }
+    auto params = llama_model_default_params();
+    params.n_gpu_layers = opts.n_gpu_layers < 0 ? 999 : opts.n_gpu_layers;
+    params.load_mode = opts.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    params.check_tensors = opts.check_tensors;
+
+    std::shared_ptr<model> m(new model());
+    m->path_ = path;
+    m->model_ = llama_model_load_from_file(path.c_str(), params);
+    if (!m->model_) {
+        return make_error(errc::invalid_argument, "llama.cpp could not load " + path + " (see log for the reason)");
+    }
+    m->vocab_ = llama_model_get_vocab(m->model_);
+
+    auto & i = m->info_;
+    i.architecture = m->meta("general.architecture");
+    i.name = m->meta("general.name");
+    char desc[256] = {0};
+    llama_model_desc(m->model_, desc, sizeof desc);
+    i.description = desc;
+    i.size_bytes = llama_model_size(m->model_);
+    i.n_params = llama_model_n_params(m->model_);
+    i.n_ctx_train = llama_model_n_ctx_train(m->model_);
+    i.n_embd = llama_model_n_embd(m->model_);
+    i.n_embd_out = llama_model_n_embd_out(m->model_);
+    i.n_layer = llama_model_n_layer(m->model_);
+    i.n_head = llama_model_n_head(m->model_);
+    i.n_head_kv = llama_model_n_head_kv(m->model_);
+    i.n_vocab = llama_vocab_n_tokens(m->vocab_);
+    i.is_recurrent = llama_model_is_recurrent(m->model_);
+    i.is_hybrid = llama_model_is_hybrid(m->model_);
+    i.n_swa = llama_model_n_swa(m->model_);
+    std::string pooling = m->meta(i.architecture + ".pooling_type");
+    i.is_embedding = (!pooling.empty() && pooling != "0") || !llama_model_has_decoder(m->model_);
+    i.has_chat_template = llama_model_chat_template(m->model_, nullptr) != nullptr;
+
+    if (!i.is_embedding) {
+        try {
+            m->templates_ = common_chat_templates_init(m->model_, "");
+        } catch (const std::exception & e) {
+            return make_error(errc::invalid_argument, "chat template of " + path + " does not parse: " + e.what());
+        }
+    }
+    rc::log::info("llama", "model_loaded", {{"path", path}, {"arch", i.architecture}, {"desc", i.description},
+                                            {"n_ctx_train", i.n_ctx_train}, {"n_vocab", i.n_vocab}});
+    return m;
+}
+
+model::~model() {
+    templates_.reset();
+    if (model_) llama_model_free(model_);
+}
+
+std::string model::meta(const std::string & key) const {
+    char buf[512];
+    int32_t n = llama_model_meta_val_str(model_, key.c_str(), buf, sizeof buf);
+    if (n < 0) return {};
+    if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, n);
+    std::string big(n + 1, '\0');
+    llama_model_meta_val_str(model_, key.c_str(), big.data(), big.size());
+    big.resize(n);
+    return big;
+}
+
+std::vector<llama_token> model::tokenize(const std::string & text, bool add_special, bool parse_special) const {
+    return common_tokenize(vocab_, text, add_special, parse_special);
+}
+
+std::string model::token_to_piece(llama_token token, bool special) const {
+    return common_token_to_piece(vocab_, token, special);
+}
+
+std::string model::detokenize(const std::vector<llama_token> & tokens, bool special) const {
+    return common_detokenize(vocab_, tokens, special);
+}
+
+}  // namespace rc::llama

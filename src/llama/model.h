@@ -1,0 +1,76 @@
+#pragma once
+// A loaded GGUF model: weights, vocabulary and chat templates. Immutable after load, so any thread
+// may tokenize, detokenize or render templates concurrently; contexts are created by the engine.
+#include <chat.h>
+#include <llama.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace rc::llama {
+
+struct model_load_options {
+    int n_gpu_layers = -1;  // -1: as many as the backend takes (0 on CPU-only builds)
+    bool use_mmap = true;
+    bool check_tensors = false;  // validate tensor data on load (the quarantine load test)
+};
+
+// What the server reports about a model; all read from the GGUF at load time.
+struct model_info {
+    std::string architecture;   // general.architecture
+    std::string name;           // general.name (may be empty)
+    std::string description;    // llama_model_desc, e.g. "qwen2 ?B F16"
+    uint64_t size_bytes = 0;
+    uint64_t n_params = 0;
+    int n_ctx_train = 0;
+    int n_embd = 0;
+    int n_embd_out = 0;
+    int n_layer = 0;
+    int n_head = 0;
+    int n_head_kv = 0;
+    int n_vocab = 0;
+    bool is_embedding = false;  // has a pooling type / encoder only: serves embeddings, not text
+    bool is_recurrent = false;
+    bool is_hybrid = false;
+    int n_swa = 0;
+    bool has_chat_template = false;
+};
+
+class model {
+  public:
+    static result<std::shared_ptr<model>> load(const std::string & path, const model_load_options & opts = {});
+    ~model();
+    model(const model &) = delete;
+    model & operator=(const model &) = delete;
+
+    llama_model * get() const { return model_; }
+    const llama_vocab * vocab() const { return vocab_; }
+    const common_chat_templates * templates() const { return templates_.get(); }
+    const model_info & info() const { return info_; }
+    const std::string & path() const { return path_; }
+
+    // Metadata value by GGUF key, empty when absent.
+    std::string meta(const std::string & key) const;
+
+    // `parse_special`: whether text like "<|im_start|>" becomes the special token (true for rendered
+    // templates; false for untrusted user text in raw completions is the caller's choice).
+    std::vector<llama_token> tokenize(const std::string & text, bool add_special, bool parse_special) const;
+    std::string token_to_piece(llama_token token, bool special = false) const;
+    std::string detokenize(const std::vector<llama_token> & tokens, bool special = false) const;
+    bool is_eog(llama_token token) const { return llama_vocab_is_eog(vocab_, token); }
+    bool valid_token(llama_token token) const { return token >= 0 && token < info_.n_vocab; }
+
+  private:
+    model() = default;
+    std::string path_;
+    llama_model * model_ = nullptr;
+    const llama_vocab * vocab_ = nullptr;
+    common_chat_templates_ptr templates_;
+    model_info info_;
+};
+
+}  // namespace rc::llama

@@ -1,0 +1,20 @@
+# Writes the test models unless they exist and are newer than the generator (same preset + seed ⇒
+# same bytes, so reuse is safe).
+#   tiny-chat      F16 chat model with a tool-capable template — most tests
+#   tiny-chat-q8   the same shape in Q8_0: with an F32 KV cache llama.cpp's CPU kernels are bit-exact
+#                  across batch shapes (integer dot products), so tests that demand bit-identical
+#                  greedy output across batch compositions use it
+#   tiny-embed     BERT embedding model
+file(MAKE_DIRECTORY ${OUT})
+foreach(spec "tiny-chat|--preset;tiny-chat" "tiny-chat-q8|--preset;tiny-chat;--type;q8_0" "tiny-embed|--preset;tiny-embed")
+  string(REPLACE "|" ";" parts "${spec}")
+  list(GET parts 0 name)
+  list(SUBLIST parts 1 -1 args)
+  set(file ${OUT}/${name}.gguf)
+  if(NOT EXISTS ${file} OR ${MKMODEL} IS_NEWER_THAN ${file})
+    execute_process(COMMAND ${MKMODEL} ${args} --out ${file} RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "rustycage-mkmodel ${args} failed")
+    endif()
+  endif()
+endforeach()

@@ -1,0 +1,299 @@
+// The real `rustycage serve` binary on free ports, driven over HTTP: OpenAI chat (plain, streamed,
+// JSON schema, tool calls), completions, embeddings, models, health, error shapes, and the CLI.
+#include <cpp-httplib/httplib.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <base64.hpp>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "server_process.h"
+#include "test_models.h"
+
+using json = nlohmann::json;
+using rc::test::model_path;
+
+namespace {
+
+class serve : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        server = new rc::test::server_process({{"demo", model_path("tiny-chat")}, {"embed", model_path("tiny-embed")}});
+    }
+    static void TearDownTestSuite() {
+        delete server;
+        server = nullptr;
+    }
+    void SetUp() override { ASSERT_TRUE(server->started()) << "server did not start"; }
+
+    httplib::Client client(bool ollama = false) {
+        httplib::Client c("127.0.0.1", ollama ? server->ollama_port() : server->openai_port());
+        c.set_read_timeout(120);
+        return c;
+    }
+    json post(const std::string & path, const json & body, int expect_status = 200) {
+        auto res = client().Post(path, body.dump(), "application/json");
+        EXPECT_TRUE(res) << "no response from " << path;
+        if (!res) return {};
+        EXPECT_EQ(res->status, expect_status) << res->body;
+        return json::parse(res->body, nullptr, false);
+    }
+    // SSE body → the JSON of each "data:" event, plus whether it ended with [DONE].
+    static std::vector<json> sse_events(const std::string & body, bool & done) {
+        std::vector<json> out;
+        done = false;
+        std::istringstream in(body);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.empty()) continue;
+            EXPECT_EQ(line.rfind("data: ", 0), 0u) << "unexpected SSE line: " << line;
+            std::string data = line.substr(6);
+            if (data == "[DONE]") {
+                done = true;
+                continue;
+            }
+            EXPECT_FALSE(done) << "event after [DONE]";
+            out.push_back(json::parse(data));
+        }
+        return out;
+    }
+
+    static rc::test::server_process * server;
+};
+rc::test::server_process * serve::server = nullptr;
+
+json chat(const std::string & text, int max_tokens) {
+    return {{"model", "demo"}, {"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", max_tokens}, {"temperature", 0}};
+}
+
+json weather_tool() {
+    return {{"type", "function"},
+            {"function",
+             {{"name", "get_weather"},
+              {"description", "Weather for a city"},
+              {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}, {"maxLength", 12}}}}}, {"required", {"city"}}}}}}};
+}
+
+}  // namespace
+
+TEST_F(serve, chat_completion) {
+    json r = post("/v1/chat/completions", chat("Hello there", 8));
+    EXPECT_EQ(r["object"], "chat.completion");
+    EXPECT_EQ(r["model"], "demo");
+    ASSERT_EQ(r["choices"].size(), 1u);
+    EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+    EXPECT_TRUE(r["choices"][0]["message"]["content"].is_string());
+    EXPECT_FALSE(r["choices"][0]["message"]["content"].get<std::string>().empty());
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(r["usage"]["completion_tokens"], 8);
+    EXPECT_GT(r["usage"]["prompt_tokens"].get<int>(), 5);
+    EXPECT_EQ(r["usage"]["total_tokens"], r["usage"]["prompt_tokens"].get<int>() + 8);
+}
+
+TEST_F(serve, streamed_chat_is_framed_like_openai) {
+    json body = chat("Hello there", 6);
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    auto res = client().Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200);
+    EXPECT_NE(res->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+    bool done = false;
+    auto events = sse_events(res->body, done);
+    EXPECT_TRUE(done) << "stream must end with data: [DONE]";
+    ASSERT_GE(events.size(), 3u);
+    EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
+    std::string text;
+    int finishes = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+        EXPECT_EQ(events[i]["id"], events[0]["id"]);
+        EXPECT_EQ(events[i]["object"], "chat.completion.chunk");
+        if (events[i]["choices"].empty()) continue;
+        const auto & c = events[i]["choices"][0];
+        if (c["delta"].contains("content")) text += c["delta"]["content"].get<std::string>();
+        if (!c["finish_reason"].is_null()) ++finishes;
+    }
+    EXPECT_EQ(finishes, 1);
+    EXPECT_FALSE(text.empty());
+    const json & usage_chunk = events.back();
+    EXPECT_TRUE(usage_chunk["choices"].empty()) << "usage chunk has choices: []";
+    EXPECT_EQ(usage_chunk["usage"]["completion_tokens"], 6);
+    // Without include_usage there is no usage chunk.
+    body.erase("stream_options");
+    res = client().Post("/v1/chat/completions", body.dump(), "application/json");
+    for (const auto & ev : sse_events(res->body, done)) EXPECT_FALSE(ev.contains("usage") && ev["choices"].empty());
+}
+
+TEST_F(serve, json_schema_response_format_yields_valid_json) {
+    json body = chat("A person, please", 200);
+    body["temperature"] = 1.0;
+    body["seed"] = 5;
+    body["response_format"] = {{"type", "json_schema"},
+                               {"json_schema",
+                                {{"name", "person"},
+                                 {"schema",
+                                  {{"type", "object"},
+                                   {"properties", {{"name", {{"type", "string"}, {"maxLength", 10}}}, {"age", {{"type", "integer"}}}}},
+                                   {"required", {"name", "age"}},
+                                   {"additionalProperties", false}}}}}};
+    json r = post("/v1/chat/completions", body);
+    ASSERT_EQ(r["choices"][0]["finish_reason"], "stop");
+    json content = json::parse(r["choices"][0]["message"]["content"].get<std::string>(), nullptr, false);
+    ASSERT_TRUE(content.is_object()) << r.dump();
+    EXPECT_TRUE(content["name"].is_string());
+    EXPECT_TRUE(content["age"].is_number_integer());
+}
+
+TEST_F(serve, forced_tool_call_round_trip) {
+    json body = chat("Weather in Paris?", 200);
+    body["tools"] = {weather_tool()};
+    body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+    json r = post("/v1/chat/completions", body);
+    const auto & msg = r["choices"][0]["message"];
+    ASSERT_EQ(msg["tool_calls"].size(), 1u) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+    const auto & call = msg["tool_calls"][0];
+    EXPECT_EQ(call["type"], "function");
+    EXPECT_FALSE(call["id"].get<std::string>().empty());
+    EXPECT_EQ(call["function"]["name"], "get_weather");
+    ASSERT_TRUE(call["function"]["arguments"].is_string()) << "OpenAI arguments are a JSON string";
+    json args = json::parse(call["function"]["arguments"].get<std::string>());
+    EXPECT_TRUE(args["city"].is_string());
+
+    // Send the tool result back; the conversation continues.
+    json next = chat("Weather in Paris?", 4);
+    next["tools"] = {weather_tool()};
+    next["messages"].push_back(msg);
+    next["messages"].push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "{\"temp\":21}"}});
+    json r2 = post("/v1/chat/completions", next);
+    EXPECT_EQ(r2["object"], "chat.completion");
+
+    // Streamed: every tool-call delta carries its index; the first one also id, type and name.
+    body["stream"] = true;
+    auto res = client().Post("/v1/chat/completions", body.dump(), "application/json");
+    bool done = false;
+    auto events = sse_events(res->body, done);
+    EXPECT_TRUE(done);
+    bool saw_first = false;
+    std::string args_text;
+    for (const auto & ev : events) {
+        if (ev["choices"].empty() || !ev["choices"][0]["delta"].contains("tool_calls")) continue;
+        for (const auto & tc : ev["choices"][0]["delta"]["tool_calls"]) {
+            ASSERT_TRUE(tc.contains("index"));
+            if (!saw_first) {
+                EXPECT_TRUE(tc.contains("id"));
+                EXPECT_EQ(tc["type"], "function");
+                EXPECT_EQ(tc["function"]["name"], "get_weather");
+                saw_first = true;
+            }
+            args_text += tc["function"].value("arguments", "");
+        }
+    }
+    EXPECT_TRUE(saw_first);
+    EXPECT_TRUE(json::parse(args_text, nullptr, false).is_object()) << args_text;
+    EXPECT_EQ(events[events.size() - 1]["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST_F(serve, completions_with_echo_and_logprobs) {
+    json r = post("/v1/completions", {{"model", "demo"}, {"prompt", "Once upon"}, {"max_tokens", 4}, {"echo", true}, {"logprobs", 2}, {"temperature", 0}});
+    EXPECT_EQ(r["object"], "text_completion");
+    std::string text = r["choices"][0]["text"];
+    EXPECT_EQ(text.rfind("Once upon", 0), 0u) << text;
+    EXPECT_EQ(r["choices"][0]["logprobs"]["tokens"].size(), 4u);
+    EXPECT_EQ(r["choices"][0]["logprobs"]["top_logprobs"][0].size(), 2u);
+    json two = post("/v1/completions", {{"model", "demo"}, {"prompt", {"a", "b"}}, {"max_tokens", 2}, {"n", 2}});
+    EXPECT_EQ(two["choices"].size(), 4u);
+}
+
+TEST_F(serve, embeddings_float_and_base64) {
+    json f = post("/v1/embeddings", {{"model", "embed"}, {"input", {"hello world", "second"}}, {"encoding_format", "float"}});
+    ASSERT_EQ(f["data"].size(), 2u);
+    auto v = f["data"][0]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(v.size(), 128u);
+    double norm = 0;
+    for (float x : v) norm += x * x;
+    EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-3);
+    json b = post("/v1/embeddings", {{"model", "embed"}, {"input", "hello world"}, {"encoding_format", "base64"}});
+    std::string bytes = base64::decode(b["data"][0]["embedding"].get<std::string>());
+    ASSERT_EQ(bytes.size(), 128 * sizeof(float));
+    std::vector<float> decoded(128);
+    std::memcpy(decoded.data(), bytes.data(), bytes.size());
+    for (size_t i = 0; i < 128; ++i) EXPECT_FLOAT_EQ(decoded[i], v[i]);
+    json d = post("/v1/embeddings", {{"model", "embed"}, {"input", "hello world"}, {"dimensions", 32}});
+    EXPECT_EQ(d["data"][0]["embedding"].size(), 32u);
+}
+
+TEST_F(serve, models_and_health) {
+    auto res = client().Get("/v1/models");
+    ASSERT_TRUE(res);
+    json m = json::parse(res->body);
+    EXPECT_EQ(m["object"], "list");
+    std::vector<std::string> ids;
+    for (const auto & e : m["data"]) ids.push_back(e["id"]);
+    EXPECT_EQ(ids, (std::vector<std::string>{"demo", "embed"}));
+    EXPECT_EQ(client().Get("/v1/models/demo")->status, 200);
+    EXPECT_EQ(client().Get("/v1/models/nope")->status, 404);
+    EXPECT_EQ(client().Get("/v1/health/live")->status, 200);
+    EXPECT_EQ(client().Get("/v1/health/ready")->status, 200);
+    EXPECT_EQ(client(true).Get("/")->body, "Ollama is running");
+    EXPECT_TRUE(json::parse(client(true).Get("/api/version")->body)["version"].is_string());
+}
+
+TEST_F(serve, bad_requests_get_clear_errors_and_the_server_keeps_serving) {
+    auto res = client().Post("/v1/chat/completions", "{not json", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400);
+    json e = json::parse(res->body);
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("JSON"), std::string::npos);
+
+    json unknown = post("/v1/chat/completions", {{"model", "nope"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}}, 404);
+    EXPECT_NE(unknown["error"]["message"].get<std::string>().find("nope"), std::string::npos);
+
+    json no_messages = post("/v1/chat/completions", {{"model", "demo"}}, 400);
+    EXPECT_EQ(no_messages["error"]["param"], "messages");
+    json empty = post("/v1/chat/completions", {{"model", "demo"}, {"messages", json::array()}}, 400);
+    EXPECT_EQ(empty["error"]["param"], "messages");
+    json hot = chat("x", 2);
+    hot["temperature"] = "hot";
+    EXPECT_EQ(post("/v1/chat/completions", hot, 400)["error"]["param"], "temperature");
+    json absurd = chat("x", 2);
+    absurd["max_tokens"] = 1e30;
+    EXPECT_EQ(post("/v1/chat/completions", absurd, 400)["error"]["param"], "max_tokens");
+    json bad_role = {{"model", "demo"}, {"messages", {{{"role", "wizard"}, {"content", "x"}}}}};
+    EXPECT_EQ(post("/v1/chat/completions", bad_role, 400)["error"]["param"], "messages");
+    std::string invalid_utf8 = R"({"model":"demo","messages":[{"role":"user","content":"bad )" + std::string("\xC3\x28") + R"("}]})";
+    EXPECT_EQ(client().Post("/v1/chat/completions", invalid_utf8, "application/json")->status, 400);
+    EXPECT_EQ(post("/v1/embeddings", {{"model", "demo"}, {"input", "x"}}, 400)["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(client().Get("/no/such/route")->status, 404);
+
+    EXPECT_EQ(post("/v1/chat/completions", chat("still there?", 2))["usage"]["completion_tokens"], 2);
+}
+
+TEST(serve_cli, run_prints_an_answer_and_version_works) {
+    auto dir = std::filesystem::temp_directory_path() / ("rc-run-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    std::filesystem::create_symlink(model_path("tiny-chat"), dir / "demo.gguf");
+    std::string cmd = std::string(RC_RUSTYCAGE_BIN) + " run demo 'Hello' --models-dir " + dir.string() + " -n 8 --seed 1 --log-level error";
+    FILE * p = popen(cmd.c_str(), "r");
+    ASSERT_TRUE(p);
+    std::string out;
+    char buf[512];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0);
+    EXPECT_GT(out.size(), 1u);
+    FILE * v = popen((std::string(RC_RUSTYCAGE_BIN) + " version").c_str(), "r");
+    std::string version;
+    while (size_t n = fread(buf, 1, sizeof buf, v)) version.append(buf, n);
+    EXPECT_EQ(pclose(v), 0);
+    EXPECT_NE(version.find("80fb11ac73e6"), std::string::npos) << version;
+    std::filesystem::remove_all(dir);
+}
+
+TEST(serve_cli, sigterm_stops_the_server_cleanly) {
+    rc::test::server_process s({{"demo", model_path("tiny-chat")}});
+    ASSERT_TRUE(s.started());
+    EXPECT_EQ(s.stop(SIGTERM), 0);
+}

@@ -1,0 +1,107 @@
+#pragma once
+// Starts a real `rustycage serve` on free ports (port 0) in a temp models directory, reads the bound
+// ports from its "listening" line, and stops it (SIGTERM, then SIGKILL) when destroyed.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+extern char ** environ;
+
+namespace rc::test {
+
+class server_process {
+  public:
+    // `models`: file names to link into the models dir, as {served name, source path}.
+    server_process(const std::vector<std::pair<std::string, std::string>> & models, std::vector<std::string> extra_args = {}) {
+        dir_ = std::filesystem::temp_directory_path() / ("rc-serve-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
+        std::filesystem::create_directories(dir_ / "models");
+        for (const auto & [name, src] : models) std::filesystem::create_symlink(src, dir_ / "models" / (name + ".gguf"));
+        std::vector<std::string> args = {RC_RUSTYCAGE_BIN, "serve", "--openai-port", "0", "--ollama-port", "0",
+                                         "--models-dir", (dir_ / "models").string(), "--threads", "2", "--ctx-size", "4096"};
+        args.insert(args.end(), extra_args.begin(), extra_args.end());
+        start(args);
+    }
+
+    ~server_process() {
+        stop();
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+
+    bool started() const { return openai_port_ > 0; }
+    int openai_port() const { return openai_port_; }
+    int ollama_port() const { return ollama_port_; }
+    const std::filesystem::path & dir() const { return dir_; }
+
+    // Sends `sig` and waits for exit; returns the exit status (or -signal).
+    int stop(int sig = SIGTERM) {
+        if (pid_ <= 0) return exit_code_;
+        kill(pid_, sig);
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        int status = 0;
+        while (waitpid(pid_, &status, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                kill(pid_, SIGKILL);
+                waitpid(pid_, &status, 0);
+                break;
+            }
+            usleep(10000);
+        }
+        pid_ = -1;
+        if (out_) fclose(out_);
+        out_ = nullptr;
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        return exit_code_;
+    }
+
+  private:
+    static int & counter() {
+        static int c = 0;
+        return c;
+    }
+
+    void start(const std::vector<std::string> & args) {
+        int pipefd[2];
+        if (pipe(pipefd) != 0) return;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+        posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+        std::vector<char *> argv;
+        for (const auto & a : args) argv.push_back(const_cast<char *>(a.c_str()));
+        argv.push_back(nullptr);
+        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[1]);
+        out_ = fdopen(pipefd[0], "r");
+        char line[1024];
+        // The server prints its listening line once both ports are bound (or exits on failure).
+        while (pid_ > 0 && out_ && fgets(line, sizeof line, out_)) {
+            std::smatch m;
+            std::string s(line);
+            if (std::regex_search(s, m, std::regex(R"(openai=http://[^:]+:(\d+) ollama=http://[^:]+:(\d+))"))) {
+                openai_port_ = std::stoi(m[1]);
+                ollama_port_ = std::stoi(m[2]);
+                break;
+            }
+        }
+    }
+
+    std::filesystem::path dir_;
+    pid_t pid_ = -1;
+    FILE * out_ = nullptr;
+    int openai_port_ = -1;
+    int ollama_port_ = -1;
+    int exit_code_ = -1;
+};
+
+}  // namespace rc::test

@@ -1,0 +1,526 @@
+// rustycage-mkmodel end to end: runs the real binary into a temp dir and checks the files it writes
+// (determinism, metadata as llama.cpp reads it, that they run) and how it fails (clear message on
+// stderr, non-zero exit, no partial file). bench-1b is too big to generate here.
+#include <gguf.h>
+#include <gtest/gtest.h>
+#include <llama.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+extern char ** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct run_result {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+std::string read_file(const fs::path & path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::string bytes(in ? static_cast<size_t>(in.tellg()) : 0, '\0');
+    in.seekg(0);
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return bytes;
+}
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents.
+class temp_dir {
+public:
+    temp_dir() {
+        const char * base = std::getenv("TMPDIR");
+        std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/mkmodel_test.XXXXXX";
+        if (::mkdtemp(templ.data()) == nullptr) {
+            throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
+        }
+        path_ = templ;
+    }
+    temp_dir(const temp_dir &) = delete;
+    temp_dir & operator=(const temp_dir &) = delete;
+    ~temp_dir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    const fs::path & path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+struct model_deleter {
+    void operator()(llama_model * m) const { llama_model_free(m); }
+};
+using model_ptr = std::unique_ptr<llama_model, model_deleter>;
+
+struct context_deleter {
+    void operator()(llama_context * c) const { llama_free(c); }
+};
+using context_ptr = std::unique_ptr<llama_context, context_deleter>;
+
+struct gguf_deleter {
+    void operator()(gguf_context * c) const { gguf_free(c); }
+};
+using gguf_file_ptr = std::unique_ptr<gguf_context, gguf_deleter>;
+
+struct tensor_entry {
+    std::string name;
+    ggml_type type = GGML_TYPE_F32;
+    bool operator==(const tensor_entry &) const = default;
+};
+
+// The tensor directory of a GGUF file, in file order, read with gguf alone (no llama.cpp loader).
+std::vector<tensor_entry> tensor_directory(const fs::path & path) {
+    const gguf_init_params params{/*.no_alloc =*/true, /*.ctx =*/nullptr};
+    const gguf_file_ptr ctx(gguf_init_from_file(path.c_str(), params));
+    std::vector<tensor_entry> out;
+    if (!ctx) {
+        ADD_FAILURE() << "cannot read " << path << " as GGUF";
+        return out;
+    }
+    for (int64_t i = 0; i < gguf_get_n_tensors(ctx.get()); ++i) {
+        out.push_back({gguf_get_tensor_name(ctx.get(), i), gguf_get_tensor_type(ctx.get(), i)});
+    }
+    return out;
+}
+
+std::vector<std::string> names_of(const std::vector<tensor_entry> & tensors) {
+    std::vector<std::string> names;
+    for (const tensor_entry & t : tensors) {
+        names.push_back(t.name);
+    }
+    return names;
+}
+
+// Norm weights and biases (1-D), which --type must leave F32.
+bool is_norm_or_bias(const std::string & name) {
+    return name.ends_with(".bias") || name.find("norm") != std::string::npos;
+}
+
+constexpr const char * k_chat_prompt =
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "<|im_start|>user\nWrite a short poem about the sea.<|im_end|>\n<|im_start|>assistant\n";
+
+// What greedy decoding of a chat model produced, up to an end-of-generation token or the cap.
+struct greedy_run {
+    std::vector<llama_token> tokens;  // without the end-of-generation token
+    bool ended = false;               // stopped at an end-of-generation token
+    std::vector<double> top_logprobs; // log-softmax of the chosen token, one per step
+};
+
+void quiet_log(ggml_log_level level, const char * text, void *) {
+    if (level >= GGML_LOG_LEVEL_ERROR) {
+        std::fputs(text, stderr);
+    }
+}
+
+class mkmodel_test : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        llama_log_set(quiet_log, nullptr);
+        llama_backend_init();
+    }
+
+    void SetUp() override {
+        fs::create_directories(logs());
+        fs::create_directories(outs());
+    }
+
+    fs::path logs() const { return dir_.path() / "logs"; }
+    fs::path outs() const { return dir_.path() / "out"; }
+
+    // Runs the tool without a shell; stdout and stderr are captured through files in logs().
+    run_result run_tool(const std::vector<std::string> & args) {
+        const fs::path out_log = logs() / ("stdout." + std::to_string(++runs_));
+        const fs::path err_log = logs() / ("stderr." + std::to_string(runs_));
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, 1, out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addopen(&actions, 2, err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        std::vector<std::string> argv_s{RC_MKMODEL_BIN};
+        argv_s.insert(argv_s.end(), args.begin(), args.end());
+        std::vector<char *> argv;
+        for (std::string & a : argv_s) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+
+        run_result r;
+        pid_t pid = 0;
+        const int rc = posix_spawn(&pid, RC_MKMODEL_BIN, &actions, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        if (rc != 0) {
+            ADD_FAILURE() << "cannot start " << RC_MKMODEL_BIN << ": " << std::strerror(rc);
+            return r;
+        }
+        int wstatus = 0;
+        if (waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus)) {
+            r.exit_code = WEXITSTATUS(wstatus);
+        }
+        r.out = read_file(out_log);
+        r.err = read_file(err_log);
+        return r;
+    }
+
+    // Generates preset with seed into out()/file; fails the test if the tool fails.
+    fs::path generate(const std::string & preset, uint64_t seed, const std::string & file,
+                      std::vector<std::string> extra = {}) {
+        const fs::path path = outs() / file;
+        std::vector<std::string> args{"--preset", preset, "--out", path.string(), "--seed", std::to_string(seed)};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const run_result r = run_tool(args);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_TRUE(fs::is_regular_file(path)) << path;
+        return path;
+    }
+
+    std::vector<std::string> entries(const fs::path & dir) const {
+        std::vector<std::string> names;
+        for (const auto & e : fs::directory_iterator(dir)) {
+            names.push_back(e.path().filename().string());
+        }
+        return names;
+    }
+
+    static model_ptr load(const fs::path & path) {
+        llama_model_params params = llama_model_default_params();
+        params.n_gpu_layers = 0;
+        return model_ptr(llama_model_load_from_file(path.c_str(), params));
+    }
+
+    static std::string meta(const llama_model * model, const char * key) {
+        char buf[256] = {};
+        if (llama_model_meta_val_str(model, key, buf, sizeof(buf)) < 0) {
+            return "<missing " + std::string(key) + ">";
+        }
+        return buf;
+    }
+
+    static std::vector<llama_token> tokenize(const llama_model * model, const std::string & text, bool add_special) {
+        const llama_vocab * vocab = llama_model_get_vocab(model);
+        std::vector<llama_token> tokens(text.size() + 8);
+        const int n = llama_tokenize(vocab, text.c_str(), static_cast<int32_t>(text.size()), tokens.data(),
+                                     static_cast<int32_t>(tokens.size()), add_special, /*parse_special=*/true);
+        tokens.resize(n > 0 ? static_cast<size_t>(n) : 0);
+        return tokens;
+    }
+
+    // Greedy decoding after prompt (one batch), up to max_tokens. Two threads, CPU only.
+    static greedy_run greedy(llama_model * model, std::vector<llama_token> prompt, int max_tokens) {
+        llama_context_params cparams = llama_context_default_params();
+        cparams.n_ctx = 512;
+        cparams.n_batch = 512;
+        cparams.n_ubatch = 512;
+        cparams.n_threads = 2;
+        cparams.n_threads_batch = 2;
+        const context_ptr ctx(llama_init_from_model(model, cparams));
+        greedy_run run;
+        if (!ctx) {
+            ADD_FAILURE() << "cannot create a context";
+            return run;
+        }
+        if (llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))) != 0) {
+            ADD_FAILURE() << "prompt decode failed";
+            return run;
+        }
+        const llama_vocab * vocab = llama_model_get_vocab(model);
+        const int n_vocab = llama_vocab_n_tokens(vocab);
+        for (int step = 0; step < max_tokens; ++step) {
+            const float * logits = llama_get_logits_ith(ctx.get(), -1);
+            const int best = static_cast<int>(std::max_element(logits, logits + n_vocab) - logits);
+            double sum = 0.0;
+            for (int i = 0; i < n_vocab; ++i) {
+                sum += std::exp(static_cast<double>(logits[i]) - logits[best]);
+            }
+            run.top_logprobs.push_back(-std::log(sum));
+            if (llama_vocab_is_eog(vocab, best)) {
+                run.ended = true;
+                break;
+            }
+            llama_token next = best;
+            run.tokens.push_back(next);
+            if (llama_decode(ctx.get(), llama_batch_get_one(&next, 1)) != 0) {
+                ADD_FAILURE() << "decode failed at step " << step;
+                break;
+            }
+        }
+        return run;
+    }
+
+private:
+    temp_dir dir_;
+    int runs_ = 0;
+};
+
+TEST_F(mkmodel_test, tiny_chat_is_byte_identical_per_seed) {
+    const auto a = read_file(generate("tiny-chat", 7, "a.gguf"));
+    const auto b = read_file(generate("tiny-chat", 7, "b.gguf"));
+    const auto c = read_file(generate("tiny-chat", 8, "c.gguf"));
+    ASSERT_GT(a.size(), 1000000u);
+    EXPECT_TRUE(a == b) << "same preset and seed must give the same bytes";
+    EXPECT_EQ(a.size(), c.size());
+    EXPECT_FALSE(a == c) << "a different seed must give different weights";
+}
+
+TEST_F(mkmodel_test, tiny_embed_is_byte_identical_per_seed) {
+    const auto a = read_file(generate("tiny-embed", 7, "a.gguf"));
+    const auto b = read_file(generate("tiny-embed", 7, "b.gguf"));
+    const auto c = read_file(generate("tiny-embed", 8, "c.gguf"));
+    ASSERT_GT(a.size(), 1000000u);
+    EXPECT_TRUE(a == b) << "same preset and seed must give the same bytes";
+    EXPECT_FALSE(a == c) << "a different seed must give different weights";
+}
+
+TEST_F(mkmodel_test, thread_count_does_not_change_the_bytes) {
+    const auto one = read_file(generate("tiny-chat", 3, "one.gguf", {"--threads", "1"}));
+    const auto three = read_file(generate("tiny-chat", 3, "three.gguf", {"--threads", "3"}));
+    EXPECT_TRUE(one == three);
+}
+
+TEST_F(mkmodel_test, tiny_chat_loads_as_qwen2_with_a_chat_template_and_decodes) {
+    const model_ptr model = load(generate("tiny-chat", 42, "tiny-chat.gguf"));
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(meta(model.get(), "general.architecture"), "qwen2");
+    EXPECT_EQ(meta(model.get(), "general.name"), "tiny-chat");
+    EXPECT_EQ(meta(model.get(), "general.file_type"), std::to_string(LLAMA_FTYPE_MOSTLY_F16));
+    EXPECT_EQ(llama_model_ftype(model.get()), LLAMA_FTYPE_MOSTLY_F16);
+    EXPECT_EQ(llama_model_n_embd(model.get()), 128);
+    EXPECT_EQ(llama_model_n_layer(model.get()), 4);
+    EXPECT_EQ(llama_model_n_head(model.get()), 4);
+    EXPECT_EQ(llama_model_n_head_kv(model.get()), 2);
+    EXPECT_EQ(llama_model_n_ctx_train(model.get()), 32768);
+    EXPECT_EQ(llama_vocab_n_tokens(llama_model_get_vocab(model.get())), 151936);
+
+    const char * tmpl = llama_model_chat_template(model.get(), nullptr);
+    ASSERT_NE(tmpl, nullptr);
+    EXPECT_NE(std::string(tmpl).find("<|im_start|>"), std::string::npos);
+    EXPECT_NE(std::string(tmpl).find("tools"), std::string::npos) << "the Qwen2.5 template supports tools";
+
+    // A short prompt decodes to finite logits.
+    llama_context_params cparams = llama_context_default_params();
+    cparams.n_ctx = 256;
+    cparams.n_threads = 2;
+    const context_ptr ctx(llama_init_from_model(model.get(), cparams));
+    ASSERT_NE(ctx, nullptr);
+    std::vector<llama_token> prompt = tokenize(model.get(), "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", false);
+    ASSERT_FALSE(prompt.empty());
+    ASSERT_EQ(llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))), 0);
+    const float * logits = llama_get_logits_ith(ctx.get(), -1);
+    ASSERT_NE(logits, nullptr);
+    for (int i = 0; i < 151936; i += 997) {
+        ASSERT_TRUE(std::isfinite(logits[i])) << "logit " << i;
+    }
+}
+
+TEST_F(mkmodel_test, tiny_embed_loads_as_bert_and_embeds) {
+    const model_ptr model = load(generate("tiny-embed", 42, "tiny-embed.gguf"));
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(meta(model.get(), "general.architecture"), "bert");
+    EXPECT_EQ(meta(model.get(), "general.name"), "tiny-embed");
+    EXPECT_EQ(meta(model.get(), "general.file_type"), std::to_string(LLAMA_FTYPE_MOSTLY_F16));
+    EXPECT_EQ(meta(model.get(), "bert.pooling_type"), "1");
+    EXPECT_EQ(llama_model_n_embd(model.get()), 128);
+    EXPECT_EQ(llama_model_n_layer(model.get()), 2);
+    EXPECT_EQ(llama_vocab_n_tokens(llama_model_get_vocab(model.get())), 30522);
+    EXPECT_EQ(llama_model_chat_template(model.get(), nullptr), nullptr) << "an embedding model has no chat template";
+
+    llama_context_params cparams = llama_context_default_params();
+    cparams.embeddings = true;
+    cparams.n_ctx = 512;
+    cparams.n_batch = 512;
+    cparams.n_ubatch = 512;
+    cparams.n_threads = 2;
+    const context_ptr ctx(llama_init_from_model(model.get(), cparams));
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(llama_pooling_type(ctx.get()), LLAMA_POOLING_TYPE_MEAN);
+
+    std::vector<llama_token> tokens = tokenize(model.get(), "hello world", true);
+    ASSERT_GE(tokens.size(), 3u);  // [CLS] hello world [SEP]
+    ASSERT_EQ(llama_encode(ctx.get(), llama_batch_get_one(tokens.data(), static_cast<int32_t>(tokens.size()))), 0);
+    const float * embd = llama_get_embeddings_seq(ctx.get(), 0);
+    ASSERT_NE(embd, nullptr);
+    ASSERT_EQ(llama_model_n_embd_out(model.get()), 128);
+    double norm = 0.0;
+    for (int i = 0; i < 128; ++i) {
+        ASSERT_TRUE(std::isfinite(embd[i])) << "component " << i;
+        norm += embd[i] * embd[i];
+    }
+    EXPECT_GT(norm, 0.0);
+}
+
+TEST_F(mkmodel_test, name_flag_sets_general_name) {
+    const model_ptr model = load(generate("tiny-embed", 1, "named.gguf", {"--name", "my-embedder"}));
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(meta(model.get(), "general.name"), "my-embedder");
+}
+
+TEST_F(mkmodel_test, list_names_every_preset) {
+    const run_result r = run_tool({"--list"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const char * name : {"tiny-chat", "tiny-embed", "bench-1b"}) {
+        EXPECT_NE(r.out.find(name), std::string::npos) << name;
+    }
+}
+
+TEST_F(mkmodel_test, unknown_preset_fails_clearly_and_writes_nothing) {
+    const fs::path out = outs() / "nope.gguf";
+    const run_result r = run_tool({"--preset", "no-such-model", "--out", out.string()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("unknown preset 'no-such-model'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tiny-chat"), std::string::npos) << "the message lists the known presets: " << r.err;
+    EXPECT_TRUE(entries(outs()).empty());
+}
+
+TEST_F(mkmodel_test, unwritable_out_fails_clearly_and_leaves_no_file) {
+    const fs::path missing_dir = outs() / "missing" / "model.gguf";
+    run_result r = run_tool({"--preset", "tiny-embed", "--out", missing_dir.string()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find(missing_dir.string()), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(missing_dir));
+
+    fs::create_directory(outs() / "a-directory");
+    r = run_tool({"--preset", "tiny-embed", "--out", (outs() / "a-directory").string()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+    EXPECT_EQ(entries(outs()), std::vector<std::string>{"a-directory"}) << "no partial or temporary file";
+    EXPECT_TRUE(fs::is_empty(outs() / "a-directory"));
+}
+
+TEST_F(mkmodel_test, failed_write_midway_leaves_no_file) {
+    // A 16 MiB file-size limit (inherited by the child; SIGXFSZ ignored so write() fails with EFBIG
+    // instead of killing it) makes the tool fail in the middle of the tensor data.
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    rlimit limited = saved;
+    limited.rlim_cur = 16 << 20;  // past the ~6 MB header, inside token_embd (~39 MB)
+    const auto saved_handler = std::signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    const fs::path out = outs() / "model.gguf";
+    const run_result r = run_tool({"--preset", "tiny-chat", "--out", out.string()});
+    setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, saved_handler);
+
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find(out.string()), std::string::npos) << r.err;
+    EXPECT_TRUE(entries(outs()).empty()) << "neither the model nor its temporary file may remain";
+}
+
+TEST_F(mkmodel_test, missing_llama_tree_fails_clearly_and_leaves_no_file) {
+    const fs::path out = outs() / "model.gguf";
+    const run_result r = run_tool({"--preset", "tiny-chat", "--out", out.string(), "--llama-src",
+                                   (outs() / "no-tree").string()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("ggml-vocab-qwen2.gguf"), std::string::npos) << r.err;
+    EXPECT_TRUE(entries(outs()).empty());
+}
+
+TEST_F(mkmodel_test, tiny_chat_has_an_untied_output_head) {
+    const auto tensors = tensor_directory(generate("tiny-chat", 42, "tiny-chat.gguf"));
+    ASSERT_FALSE(tensors.empty());
+    EXPECT_EQ(tensors.front(), (tensor_entry{"token_embd.weight", GGML_TYPE_F16}));
+    EXPECT_EQ(tensors.back(), (tensor_entry{"output.weight", GGML_TYPE_F16}))
+        << "a separate lm head (std 0.5) keeps the logits from being flat";
+}
+
+// The point of the tiny-chat scales: greedy decoding is long, varied, and its choices are not
+// near-ties over a flat distribution (which would flip under tiny numeric differences).
+TEST_F(mkmodel_test, tiny_chat_greedy_output_is_long_varied_and_peaked) {
+    const model_ptr model = load(generate("tiny-chat", 42, "tiny-chat.gguf"));
+    ASSERT_NE(model, nullptr);
+    const auto prompt = tokenize(model.get(), k_chat_prompt, false);
+    ASSERT_FALSE(prompt.empty());
+    const greedy_run run = greedy(model.get(), prompt, 32);
+    EXPECT_FALSE(run.ended) << "ended after " << run.tokens.size() << " tokens";
+    ASSERT_EQ(run.tokens.size(), 32u);
+    EXPECT_GE(std::set<llama_token>(run.tokens.begin(), run.tokens.end()).size(), 24u);
+    double mean = 0.0;
+    for (const double lp : run.top_logprobs) {
+        mean += lp / static_cast<double>(run.top_logprobs.size());
+    }
+    EXPECT_GT(mean, -4.0) << "flat logits: a uniform choice over 151936 tokens is -11.9";
+}
+
+TEST_F(mkmodel_test, type_f32_writes_an_all_f32_model) {
+    const fs::path path = generate("tiny-chat", 42, "tiny-chat-f32.gguf", {"--type", "f32"});
+    for (const tensor_entry & t : tensor_directory(path)) {
+        EXPECT_EQ(t.type, GGML_TYPE_F32) << t.name;
+    }
+    const model_ptr model = load(path);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(meta(model.get(), "general.file_type"), std::to_string(LLAMA_FTYPE_ALL_F32));
+    EXPECT_EQ(meta(model.get(), "general.quantization_version"), "<missing general.quantization_version>");
+    EXPECT_EQ(llama_model_ftype(model.get()), LLAMA_FTYPE_ALL_F32);
+    char desc[128] = {};
+    llama_model_desc(model.get(), desc, sizeof(desc));
+    EXPECT_NE(std::string(desc).find("F32"), std::string::npos) << desc;
+}
+
+TEST_F(mkmodel_test, type_q8_0_writes_a_mostly_q8_0_model) {
+    const fs::path path = generate("tiny-chat", 42, "tiny-chat-q8_0.gguf", {"--type=q8_0"});
+    for (const tensor_entry & t : tensor_directory(path)) {
+        EXPECT_EQ(t.type, is_norm_or_bias(t.name) ? GGML_TYPE_F32 : GGML_TYPE_Q8_0) << t.name;
+    }
+    const model_ptr model = load(path);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(meta(model.get(), "general.file_type"), std::to_string(LLAMA_FTYPE_MOSTLY_Q8_0));
+    EXPECT_EQ(meta(model.get(), "general.quantization_version"), std::to_string(GGML_QNT_VERSION));
+    EXPECT_EQ(llama_model_ftype(model.get()), LLAMA_FTYPE_MOSTLY_Q8_0);
+}
+
+TEST_F(mkmodel_test, type_changes_the_bytes_but_not_the_tensor_names) {
+    const fs::path preset_default = generate("tiny-chat", 5, "default.gguf");
+    const fs::path f16 = generate("tiny-chat", 5, "f16.gguf", {"--type", "f16"});
+    const fs::path f32 = generate("tiny-chat", 5, "f32.gguf", {"--type", "f32"});
+    const fs::path q8_0 = generate("tiny-chat", 5, "q8_0.gguf", {"--type", "q8_0"});
+    EXPECT_TRUE(read_file(preset_default) == read_file(f16)) << "f16 is tiny-chat's own type";
+    EXPECT_FALSE(read_file(f16) == read_file(f32));
+    EXPECT_FALSE(read_file(f16) == read_file(q8_0));
+    EXPECT_FALSE(read_file(f32) == read_file(q8_0));
+    const auto names = names_of(tensor_directory(f16));
+    EXPECT_EQ(names.size(), 51u);
+    EXPECT_EQ(names_of(tensor_directory(f32)), names);
+    EXPECT_EQ(names_of(tensor_directory(q8_0)), names);
+}
+
+TEST_F(mkmodel_test, bad_type_fails_clearly_and_writes_nothing) {
+    const fs::path out = outs() / "model.gguf";
+    for (const char * bad : {"bf16", "F32", "q4_0", ""}) {
+        const run_result r = run_tool({"--preset", "tiny-chat", "--out", out.string(), "--type=" + std::string(bad)});
+        EXPECT_EQ(r.exit_code, 2) << bad;
+        EXPECT_NE(r.err.find("rustycage-mkmodel: error: --type wants one of f32|f16|q8_0, got '" + std::string(bad) + "'"),
+                  std::string::npos)
+            << r.err;
+    }
+    const run_result missing = run_tool({"--preset", "tiny-chat", "--out", out.string(), "--type"});
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("--type needs a value"), std::string::npos) << missing.err;
+    EXPECT_TRUE(entries(outs()).empty());
+}
+
+TEST_F(mkmodel_test, bad_usage_exits_non_zero) {
+    EXPECT_NE(run_tool({"--preset", "tiny-chat"}).exit_code, 0) << "--out is required";
+    EXPECT_NE(run_tool({"--preset", "tiny-chat", "--out", (outs() / "x.gguf").string(), "--seed", "-1"}).exit_code, 0);
+    EXPECT_NE(run_tool({"--frobnicate"}).exit_code, 0);
+    EXPECT_TRUE(entries(outs()).empty());
+}
+
+}  // namespace
