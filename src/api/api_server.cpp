@@ -5,6 +5,7 @@
 #include "api/api_error.h"
 #include "api/health_routes.h"
 #include "api/json_fields.h"
+#include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
 #include "util/log.h"
 
@@ -86,6 +87,7 @@ http_server_options server_options(api_context & ctx, size_t max_body) {
 std::vector<route> all_routes(api_context & ctx) {
     std::vector<route> routes = health_routes(ctx);
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
     // Every response carries CORS headers so browser clients can read it.
     for (auto & r : routes) {
         r.handler = [h = std::move(r.handler)](const http_request & req) {
