@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/engine_impl.h"
+#include "engine/kv_identity.h"
 #include "util/log.h"
 
 namespace rc::engine {
@@ -27,6 +28,8 @@ std::optional<ggml_type> parse_kv_type(const std::string & name) {
     return std::nullopt;
 }
 
+kv::kv_manager * engine::kv() const { return impl_->kv.get(); }
+
 result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, const engine_options & opts) {
     if (!m) return make_error(errc::invalid_argument, "no model");
     if (opts.n_parallel < 1 || opts.n_parallel > 128) return make_error(errc::invalid_argument, "parallel must be 1..128");
@@ -48,7 +51,10 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
 
     auto cp = llama_context_default_params();
     cp.n_ctx = static_cast<uint32_t>(n_ctx);
-    cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + opts.n_seq_extra);
+    // Sequence ids: running + idle conversations kept for reuse + one scratch for block moves.
+    const int max_idle = info.is_embedding ? 0 : std::max(0, opts.kv.cached_sequences);
+    cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + max_idle + 1);
+    if (cp.n_seq_max > 256) return make_error(errc::invalid_argument, "parallel + cached sequences must stay below 256");
     cp.kv_unified = true;  // one cell pool: sequences share prefix cells via seq_cp (DESIGN.md §4)
     int threads = opts.n_threads > 0 ? opts.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     cp.n_threads = threads;
@@ -76,7 +82,17 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     e->impl_->mem = llama_get_memory(e->impl_->ctx);
     e->n_ctx_ = e->impl_->n_ctx = info.is_embedding ? n_ctx : static_cast<int>(llama_n_ctx(e->impl_->ctx));
     e->impl_->batch = std::make_unique<llama::batch>(static_cast<int32_t>(cp.n_batch));
-    for (int i = opts.n_parallel - 1; i >= 0; --i) e->impl_->free_ids.push_back(i);
+    const int n_ids = info.is_embedding ? opts.n_parallel : opts.n_parallel + max_idle;
+    for (int i = n_ids - 1; i >= 0; --i) e->impl_->free_ids.push_back(i);
+    e->impl_->max_idle = max_idle;
+    if (!info.is_embedding) {
+        e->impl_->bridge = std::make_unique<kv_bridge>(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1));
+        if (opts.kv.host_budget > 0 || !opts.kv.disk_dir.empty()) {
+            auto kvm = kv::kv_manager::open(opts.kv, kv_identity_of(*m, cp));
+            if (!kvm) return kvm.err();
+            e->impl_->kv = std::move(kvm.value());
+        }
+    }
 
     rc::log::info("engine", "started", {{"model", m->path()}, {"n_ctx", e->n_ctx_}, {"parallel", opts.n_parallel},
                                         {"threads", threads}, {"embedding", info.is_embedding}});
@@ -137,6 +153,8 @@ engine_stats engine::stats() const {
     s.running = impl_->running.load();
     s.n_ctx = n_ctx_;
     s.kv_cells_used = impl_->cells_used.load();
+    s.kv_cells_cached = impl_->cells_cached.load();
+    s.idle_sequences = impl_->idle_count.load();
     s.prompt_tokens = impl_->prompt_tokens.load();
     s.generated_tokens = impl_->generated_tokens.load();
     s.requests_finished = impl_->finished.load();

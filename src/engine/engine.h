@@ -17,6 +17,7 @@
 
 #include "engine/request.h"
 #include "engine/request_channel.h"
+#include "kv/kv_manager.h"
 #include "llama/model.h"
 #include "util/result.h"
 
@@ -30,9 +31,9 @@ struct engine_options {
     int prefill_chunk = 512;    // prefill tokens per sequence per step while others decode
     int n_threads = 0;          // 0: all cores
     int max_queue = 256;        // waiting requests before submit() answers `unavailable`
-    int n_seq_extra = 1;        // sequence ids beyond n_parallel (scratch / cached sequences of the KV manager)
     bool flash_attn = false;
     ggml_type kv_type = GGML_TYPE_F16;  // KV cache cell type: F16, F32, or Q8_0 (needs flash_attn)
+    kv::kv_options kv;          // prefix reuse in the context and the host / disk tiers below it
 };
 
 // "f16", "f32", "q8_0" → the KV cell type; nullopt for anything else.
@@ -43,7 +44,9 @@ struct engine_stats {
     int queued = 0;
     int running = 0;
     int n_ctx = 0;
-    int kv_cells_used = 0;
+    int kv_cells_used = 0;          // cells held by running sequences
+    int kv_cells_cached = 0;        // cells held by idle conversations kept for reuse (upper bound: shared cells count per sequence)
+    int idle_sequences = 0;
     uint64_t prompt_tokens = 0;     // computed prompt tokens
     uint64_t generated_tokens = 0;
     uint64_t requests_finished = 0;
@@ -68,6 +71,8 @@ class engine {
     std::shared_ptr<llama::model> model_ptr() const { return model_; }
     int n_ctx() const { return n_ctx_; }
     bool is_embedding() const { return model_->info().is_embedding; }
+    // The tiers below the context, or null when prefix caching is off / for embedding models.
+    kv::kv_manager * kv() const;
 
   private:
     struct impl;

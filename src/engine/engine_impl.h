@@ -9,12 +9,33 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/kv_bridge.h"
 #include "engine/sequence.h"
 #include "llama/batch.h"
 
 namespace rc::engine {
 
 using pending_request = std::pair<generation_request, std::shared_ptr<request_channel>>;
+
+// Where an admitted prompt's prefix comes from (engine_kv.cpp): the first `from_context` tokens are
+// shared with a sequence already in the context, then whole blocks restored from T1/T2.
+struct reuse_plan {
+    sequence * donor = nullptr;
+    int from_context = 0;
+    std::vector<kv::block_key> tier_keys;  // consecutive blocks starting at token `from_context`
+    std::vector<int> tier_tokens;          // tokens each of those blocks covers
+    std::vector<kv::tier_name> tier_of;
+    bool needs_disk() const;
+};
+
+// A request waiting in `promoting` while the I/O pool reads its blocks from disk.
+struct promotion {
+    std::unique_ptr<sequence> seq;
+    reuse_plan plan;
+    std::shared_ptr<std::atomic<bool>> ready = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<std::vector<kv::blob_ptr>> blobs = std::make_shared<std::vector<kv::blob_ptr>>();
+    steady::time_point started = steady::now();
+};
 
 struct engine::impl {
     const llama::model * model = nullptr;
@@ -26,10 +47,16 @@ struct engine::impl {
     std::vector<std::unique_ptr<sequence>> active;  // admission order
     std::deque<pending_request> waiting;
     std::vector<llama_seq_id> free_ids;
+    std::unique_ptr<kv::kv_manager> kv;  // null: no tiers below the context
+    std::unique_ptr<kv_bridge> bridge;
+    int max_idle = 0;                     // idle conversations kept in the context
+    std::vector<promotion> promoting;
 
     std::atomic<int> queued{0};
     std::atomic<int> running{0};
     std::atomic<int> cells_used{0};
+    std::atomic<int> cells_cached{0};
+    std::atomic<int> idle_count{0};
     std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0}, finished{0}, cancelled{0}, failed{0};
 
     ~impl() {
@@ -49,6 +76,16 @@ struct engine::impl {
     void remove_finished();
     void fail_all(const std::string & message);
     void publish_gauges();
+
+    // Prefix reuse and tiering (engine_kv.cpp).
+    reuse_plan plan_reuse(const sequence & s);
+    void apply_reuse(sequence & s, const reuse_plan & plan, const std::vector<kv::blob_ptr> & disk_blobs);
+    bool admit_with_reuse(std::unique_ptr<sequence> s);  // false: parked in `promoting`
+    void poll_promotions();
+    void retire(sequence & s);                          // finished: keep its cells as an idle conversation
+    bool evict_lru_idle();                              // demote the least recently used idle conversation
+    void save_blocks(sequence & s);                     // store its not-yet-stored blocks below the context
+    int count_idle() const;
 };
 
 }  // namespace rc::engine

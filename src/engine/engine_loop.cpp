@@ -30,8 +30,14 @@ void engine::run() {
     for (;;) {
         {
             std::unique_lock lock(mutex_);
-            if (im.active.empty() && im.waiting.empty()) {
-                wake_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
+            bool busy = std::any_of(im.active.begin(), im.active.end(), [](const auto & s) { return s->live(); });
+            if (!busy && im.waiting.empty()) {
+                if (im.promoting.empty()) {
+                    wake_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
+                } else {
+                    // Only disk promotions in flight: look again shortly (they complete on the I/O pool).
+                    wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !incoming_.empty(); });
+                }
             }
             if (stopping_) break;
             while (!incoming_.empty()) {
@@ -52,6 +58,7 @@ void engine::run() {
 
 bool engine::impl::step() {
     drop_cancelled();
+    poll_promotions();
     admit();
     bool did = model->info().is_embedding ? decode_embed() : decode_generate();
     remove_finished();
@@ -73,12 +80,13 @@ void engine::impl::drop_cancelled() {
         }
     }
     for (auto & s : active) {
-        if (!s->done && s->channel->cancelled()) finish(*s, finish_reason::cancelled);
+        if (s->live() && s->channel->cancelled()) finish(*s, finish_reason::cancelled);
     }
 }
 
 void engine::impl::admit() {
-    while (!waiting.empty() && !free_ids.empty()) {
+    while (!waiting.empty()) {
+        if (free_ids.empty() && !evict_lru_idle()) break;
         auto [req, ch] = std::move(waiting.front());
         waiting.pop_front();
         auto s = std::make_unique<sequence>();
@@ -100,17 +108,18 @@ void engine::impl::admit() {
         s->req = std::move(req);
         s->channel = std::move(ch);
         s->admitted = steady::now();
-        active.push_back(std::move(s));
+        if (s->req.kind == request_kind::generate) {
+            admit_with_reuse(std::move(s));
+        } else {
+            active.push_back(std::move(s));
+        }
     }
 }
 
 bool engine::impl::decode_generate() {
     std::vector<schedule_input> in;
     in.reserve(active.size());
-    for (const auto & s : active) in.push_back({s->decoding, s->done ? 0 : s->prompt_remaining()});
-    for (size_t i = 0; i < active.size(); ++i) {
-        if (active[i]->done) in[i].decoding = false;
-    }
+    for (const auto & s : active) in.push_back({s->live() && s->decoding, s->live() ? s->prompt_remaining() : 0});
     auto plan = plan_step(in, {batch->capacity(), opts.prefill_chunk});
     if (plan.empty()) return false;
 
@@ -134,9 +143,12 @@ bool engine::impl::decode_generate() {
 
     int ret = llama_decode(ctx, batch->get());
     if (ret == 1) {
-        // No free KV cells; llama.cpp restored the memory. Until KV tiering can demote idle blocks,
-        // the youngest sequence gives way so the others can finish.
-        auto & victim = *active.back();
+        // No free KV cells; llama.cpp restored the memory. Idle conversations give way first (their
+        // blocks move to the tiers below); with none left, the youngest running sequence gives way so
+        // the others can finish.
+        if (evict_lru_idle()) return true;
+        auto youngest = std::find_if(active.rbegin(), active.rend(), [](const auto & s) { return s->live(); });
+        auto & victim = **youngest;
         fail(victim, errc::context_overflow,
              "the KV cache is full: all " + std::to_string(n_ctx) +
                  " cells are in use by running requests; retry later or raise --ctx-size");
@@ -149,6 +161,7 @@ bool engine::impl::decode_generate() {
     }
     for (const auto & e : plan) active[e.index]->n_past += e.n_tokens;
     prompt_tokens += static_cast<uint64_t>(prefill_tokens);
+    if (kv) kv->stats().add_tokens(kv::source::computed, static_cast<uint64_t>(prefill_tokens));
     sample_outputs();
     return true;
 }
@@ -156,7 +169,7 @@ bool engine::impl::decode_generate() {
 void engine::impl::sample_outputs() {
     for (auto & sp : active) {
         auto & s = *sp;
-        if (s.done || s.logits_row < 0) continue;
+        if (!s.live() || s.logits_row < 0) continue;
         if (!s.decoding) {
             s.decoding = true;
             s.first_token = steady::now();
@@ -250,6 +263,7 @@ void engine::impl::finish(sequence & s, finish_reason reason, const std::string 
     ev.stop_word = stop_word;
     ev.usage.prompt_tokens = s.n_prompt;
     ev.usage.completion_tokens = s.n_generated;
+    ev.usage.cached_tokens = s.n_reused;
     ev.usage.queue_ms = ms_between(s.submitted, s.admitted);
     bool started = s.first_token != steady::time_point{};
     ev.usage.prompt_ms = ms_between(s.admitted, started ? s.first_token : now);
@@ -257,11 +271,16 @@ void engine::impl::finish(sequence & s, finish_reason reason, const std::string 
     s.channel->push(std::move(ev));
     if (reason == finish_reason::cancelled) ++cancelled;
     else ++finished;
-    release(s);
+    // A finished conversation stays in the context for reuse; a cancelled one frees its cells now.
+    if (max_idle > 0 && s.req.kind == request_kind::generate && reason != finish_reason::cancelled) {
+        retire(s);
+    } else {
+        release(s);
+    }
 }
 
 void engine::impl::fail(sequence & s, errc code, const std::string & message) {
-    if (s.done) return;
+    if (s.done || s.idle) return;
     send_error(*s.channel, code, message);
     ++failed;
     release(s);
@@ -280,16 +299,35 @@ void engine::impl::remove_finished() {
 void engine::impl::fail_all(const std::string & message) {
     for (auto & [req, ch] : waiting) send_error(*ch, errc::unavailable, message);
     waiting.clear();
-    for (auto & s : active) fail(*s, errc::unavailable, message);
+    for (auto & p : promoting) {
+        send_error(*p.seq->channel, errc::unavailable, message);
+        active.push_back(std::move(p.seq));  // released below with the others
+    }
+    promoting.clear();
+    for (auto & s : active) {
+        if (s->idle) release(*s);
+        else fail(*s, errc::unavailable, message);
+    }
     remove_finished();
     publish_gauges();
 }
 
 void engine::impl::publish_gauges() {
-    int cells = 0;
-    for (const auto & s : active) cells += s->n_past;
+    int cells = 0, cached = 0, live = 0, idle = 0;
+    for (const auto & s : active) {
+        if (s->done) continue;
+        if (s->idle) {
+            cached += s->n_past;
+            ++idle;
+        } else {
+            cells += s->n_past;
+            ++live;
+        }
+    }
     cells_used.store(cells);
-    running.store(static_cast<int>(active.size()));
+    cells_cached.store(cached);
+    idle_count.store(idle);
+    running.store(live + static_cast<int>(promoting.size()));
     queued.store(static_cast<int>(waiting.size()));
 }
 

@@ -30,12 +30,17 @@ struct sequence {
     bool decoding = false;            // prompt fully in the context, sampling tokens
     int logits_row = -1;              // row of this sequence's logits in the current batch, -1: none
     bool done = false;                // finished; its cells are freed, removed at the end of the step
+    bool idle = false;                // finished but kept: its cells serve later prompts with the same prefix
+    int n_saved = 0;
+    int n_reused = 0;                 // prompt tokens taken from a cache (context or tiers), not computed                  // leading tokens whose blocks are already stored below the context
+    steady::time_point last_used;
 
     steady::time_point submitted;
     steady::time_point admitted;
     steady::time_point first_token;
 
     int prompt_remaining() const { return decoding ? 0 : n_prompt - n_past; }
+    bool live() const { return !done && !idle; }
 };
 
 }  // namespace rc::engine

@@ -177,8 +177,12 @@ TEST(engine, logprobs_report_the_chosen_token_and_ranked_alternatives) {
     }
 }
 
+// Q8_0 + F32 KV: the second run reuses the cached prompt and decodes only its last token, which
+// must give the very same logits as the full prefill (see the batching test above).
 TEST(engine, same_seed_same_output_different_seed_different_output) {
-    auto e = start_engine("tiny-chat");
+    engine::engine_options opts;
+    opts.kv_type = GGML_TYPE_F32;
+    auto e = start_engine("tiny-chat-q8", opts);
     ASSERT_TRUE(e);
     auto sampled = [&](uint32_t seed) {
         auto req = greedy(e->model(), "Once upon a time", 24);

@@ -1,0 +1,204 @@
+// Prefix reuse and KV tiering on the engine thread (DESIGN.md §5): admission finds the longest
+// cached prefix — shared cells of a sequence in the context (T0), then whole blocks from host RAM
+// (T1) or disk (T2, read by the I/O pool while the request waits in `promoting`); finished
+// conversations stay in the context as idle sequences until evicted least-recently-used first, and
+// eviction demotes their blocks to the tiers below.
+#include <algorithm>
+#include <span>
+
+#include "engine/engine_impl.h"
+#include "util/log.h"
+
+namespace rc::engine {
+
+namespace {
+
+int common_prefix(const std::vector<llama_token> & a, int na, const std::vector<llama_token> & b, int nb) {
+    int n = std::min(na, nb);
+    int i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
+}
+
+double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
+
+}  // namespace
+
+bool reuse_plan::needs_disk() const { return std::find(tier_of.begin(), tier_of.end(), kv::tier_name::disk) != tier_of.end(); }
+
+reuse_plan engine::impl::plan_reuse(const sequence & s) {
+    reuse_plan plan;
+    // The last prompt token is always decoded: its logits start the generation.
+    const int limit = s.n_prompt - 1;
+    if (limit <= 0) return plan;
+    for (const auto & o : active) {
+        if (o->done || o.get() == &s || o->req.cache_salt != s.req.cache_salt) continue;
+        int n = common_prefix(o->tokens, o->n_past, s.tokens, limit);
+        if (n > plan.from_context) {
+            plan.from_context = n;
+            plan.donor = o.get();
+        }
+    }
+    if (!kv) return plan;
+
+    // Below the context: consecutive whole blocks from the block holding the context prefix's end,
+    // then the longest partial tail (a resumed conversation's last, unfilled block).
+    const int B = kv->block_size();
+    const int start = (plan.from_context / B) * B;
+    const std::span<const llama_token> toks(s.tokens);
+    auto root = kv->root(s.req.cache_salt);
+    auto chain = kv::full_block_keys(root, toks.subspan(0, start), B);
+    kv::block_key prev = chain.empty() ? root : chain.back();
+    reuse_plan tiers;
+    int covered = start;
+    while (covered + B <= limit) {
+        auto key = kv::full_block_key(prev, toks.subspan(covered, B));
+        auto where = kv->where(key);
+        if (!where) break;
+        tiers.tier_keys.push_back(key);
+        tiers.tier_tokens.push_back(B);
+        tiers.tier_of.push_back(*where);
+        prev = key;
+        covered += B;
+    }
+    for (int m = std::min(B - 1, limit - covered); m > 0; --m) {
+        auto key = kv::partial_block_key(prev, toks.subspan(covered, m));
+        if (auto where = kv->where(key)) {
+            tiers.tier_keys.push_back(key);
+            tiers.tier_tokens.push_back(m);
+            tiers.tier_of.push_back(*where);
+            covered += m;
+            break;
+        }
+    }
+    if (covered > plan.from_context) {
+        tiers.from_context = start;
+        tiers.donor = start > 0 ? plan.donor : nullptr;
+        return tiers;
+    }
+    return plan;
+}
+
+void engine::impl::apply_reuse(sequence & s, const reuse_plan & plan, const std::vector<kv::blob_ptr> & disk_blobs) {
+    int n = 0;
+    if (plan.donor && plan.from_context > 0) {
+        llama_memory_seq_cp(mem, plan.donor->id, s.id, 0, plan.from_context);
+        n = plan.from_context;
+        if (kv) kv->stats().add_tokens(kv::source::context, static_cast<uint64_t>(n));
+    }
+    for (size_t i = 0; i < plan.tier_keys.size(); ++i) {
+        const bool on_disk = plan.tier_of[i] == kv::tier_name::disk;
+        kv::blob_ptr blob = i < disk_blobs.size() && disk_blobs[i] ? disk_blobs[i] : kv->host_get(plan.tier_keys[i]);
+        if (!blob || blob->pos0 != n || blob->n_tokens != plan.tier_tokens[i]) break;  // evicted meanwhile: compute the rest
+        auto t0 = steady::now();
+        bool ok = bridge->restore(*blob, s.id);
+        if (!ok && evict_lru_idle()) ok = bridge->restore(*blob, s.id);
+        if (!ok) break;
+        kv->stats().add_tokens(on_disk ? kv::source::disk : kv::source::host, static_cast<uint64_t>(blob->n_tokens));
+        kv->stats().add_move(kv::move::host_to_context, blob->bytes.size());
+        kv->stats().promotion_latency[0].observe(seconds_since(t0));
+        n += blob->n_tokens;
+    }
+    s.n_past = n;
+    s.n_reused = n;
+}
+
+bool engine::impl::admit_with_reuse(std::unique_ptr<sequence> s) {
+    reuse_plan plan = plan_reuse(*s);
+    if (kv && plan.needs_disk()) {
+        promotion p;
+        p.plan = plan;
+        p.plan.donor = nullptr;  // re-planned when the blocks arrive: the donor may be gone by then
+        kv->promote_from_disk(plan.tier_keys, [ready = p.ready, blobs = p.blobs](std::vector<kv::blob_ptr> got) {
+            *blobs = std::move(got);
+            ready->store(true, std::memory_order_release);
+        });
+        p.seq = std::move(s);
+        promoting.push_back(std::move(p));
+        return false;
+    }
+    apply_reuse(*s, plan, {});
+    active.push_back(std::move(s));
+    return true;
+}
+
+void engine::impl::poll_promotions() {
+    for (auto it = promoting.begin(); it != promoting.end();) {
+        if (!it->ready->load(std::memory_order_acquire)) {
+            ++it;
+            continue;
+        }
+        // The disk blocks are in hand (and in T1 when it is on); the context part is re-planned now.
+        reuse_plan fresh = plan_reuse(*it->seq);
+        const auto & blobs = *it->blobs;
+        std::vector<kv::blob_ptr> aligned(fresh.tier_keys.size());
+        for (size_t i = 0; i < fresh.tier_keys.size(); ++i) {
+            for (size_t j = 0; j < it->plan.tier_keys.size() && j < blobs.size(); ++j) {
+                if (it->plan.tier_keys[j] == fresh.tier_keys[i]) {
+                    aligned[i] = blobs[j];
+                    fresh.tier_of[i] = it->plan.tier_of[j];  // count it where it came from, not the T1 copy
+                }
+            }
+        }
+        apply_reuse(*it->seq, fresh, aligned);
+        active.push_back(std::move(it->seq));
+        it = promoting.erase(it);
+    }
+}
+
+void engine::impl::retire(sequence & s) {
+    s.idle = true;
+    s.decoding = false;
+    s.logits_row = -1;
+    s.last_used = steady::now();
+    s.sampler.reset();
+    s.tokens.resize(static_cast<size_t>(s.n_past));  // the last sampled token never reached the context
+    if (kv && kv->disk_enabled()) save_blocks(s);      // write-back starts now, so a restart keeps it
+    while (count_idle() > max_idle && evict_lru_idle()) {
+    }
+}
+
+int engine::impl::count_idle() const {
+    int n = 0;
+    for (const auto & s : active) n += (!s->done && s->idle) ? 1 : 0;
+    return n;
+}
+
+bool engine::impl::evict_lru_idle() {
+    sequence * victim = nullptr;
+    for (auto & s : active) {
+        if (s->done || !s->idle) continue;
+        if (!victim || s->last_used < victim->last_used) victim = s.get();
+    }
+    if (!victim) return false;
+    if (kv) {
+        save_blocks(*victim);
+        ++kv->stats().evictions[static_cast<int>(kv::tier_name::context)];
+    }
+    release(*victim);
+    return true;
+}
+
+void engine::impl::save_blocks(sequence & s) {
+    if (!kv) return;
+    const int B = kv->block_size();
+    const std::span<const llama_token> toks(s.tokens.data(), static_cast<size_t>(s.n_past));
+    kv::block_key prev = kv->root(s.req.cache_salt);
+    int p = 0;
+    for (; p + B <= s.n_past; p += B) {
+        auto key = kv::full_block_key(prev, toks.subspan(p, B));
+        if (p >= s.n_saved && !kv->where(key)) {
+            if (auto blob = bridge->save(s.id, p, p + B)) kv->store(key, std::move(blob));
+        }
+        prev = key;
+    }
+    if (p < s.n_past) {
+        auto key = kv::partial_block_key(prev, toks.subspan(p));
+        if (!kv->where(key)) {
+            if (auto blob = bridge->save(s.id, p, s.n_past)) kv->store(key, std::move(blob));
+        }
+    }
+    s.n_saved = p;
+}
+
+}  // namespace rc::engine

@@ -1,0 +1,29 @@
+#include "engine/kv_bridge.h"
+
+namespace rc::engine {
+
+kv::blob_ptr kv_bridge::save(llama_seq_id seq, int p0, int p1) const {
+    llama_memory_seq_rm(mem_, scratch_, -1, -1);
+    llama_memory_seq_cp(mem_, seq, scratch_, p0, p1);  // shares cells, copies nothing
+    auto blob = std::make_shared<kv::block_blob>();
+    blob->pos0 = p0;
+    blob->n_tokens = p1 - p0;
+    blob->bytes.resize(llama_state_seq_get_size(ctx_, scratch_));
+    size_t n = llama_state_seq_get_data(ctx_, blob->bytes.data(), blob->bytes.size(), scratch_);
+    llama_memory_seq_rm(mem_, scratch_, -1, -1);
+    if (n == 0) return nullptr;
+    blob->bytes.resize(n);
+    return blob;
+}
+
+bool kv_bridge::restore(const kv::block_blob & blob, llama_seq_id seq) const {
+    if (llama_state_seq_set_data(ctx_, blob.bytes.data(), blob.bytes.size(), scratch_) == 0) {
+        llama_memory_seq_rm(mem_, scratch_, -1, -1);
+        return false;
+    }
+    llama_memory_seq_cp(mem_, scratch_, seq, -1, -1);
+    llama_memory_seq_rm(mem_, scratch_, -1, -1);
+    return true;
+}
+
+}  // namespace rc::engine

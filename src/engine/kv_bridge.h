@@ -1,0 +1,28 @@
+#pragma once
+// Moves one block of KV between a sequence in the llama_context and a host blob, with only the
+// public API (DESIGN.md §5, verified on the pinned commit):
+//   save:    seq_cp(s → scratch, [p0,p1)) → state_seq_get_data(scratch) → seq_rm(scratch)
+//   restore: state_seq_set_data(scratch) (clears scratch first) → seq_cp(scratch → s) → seq_rm(scratch)
+// Never restores straight into a live sequence. Engine thread only.
+#include <llama.h>
+
+#include "kv/block_blob.h"
+
+namespace rc::engine {
+
+class kv_bridge {
+  public:
+    kv_bridge(llama_context * ctx, llama_seq_id scratch) : ctx_(ctx), mem_(llama_get_memory(ctx)), scratch_(scratch) {}
+
+    // Serialises positions [p0, p1) of `seq`. Null if llama.cpp returns nothing.
+    kv::blob_ptr save(llama_seq_id seq, int p0, int p1) const;
+    // Adds the blob's cells to `seq`. False when there are no free cells (nothing changes then).
+    bool restore(const kv::block_blob & blob, llama_seq_id seq) const;
+
+  private:
+    llama_context * ctx_;
+    llama_memory_t mem_;
+    llama_seq_id scratch_;
+};
+
+}  // namespace rc::engine

@@ -1,0 +1,188 @@
+// KV tiering through the engine (DESIGN.md §5) on the Q8_0 model with an F32 KV cache, where a
+// restored block gives bit-identical logits: greedy output after demoting to host, to disk, and
+// after a restart must equal a run that never evicted.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine_fixture.h"
+
+using namespace rc;
+using namespace rc::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct tier_setup {
+    size_t host_budget = 0;
+    bool disk = false;
+    int cached_sequences = 1;
+};
+
+class kv_tiers : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        disk_dir = fs::temp_directory_path() /
+                   ("rc-kv-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(disk_dir);
+    }
+    void TearDown() override { fs::remove_all(disk_dir); }
+
+    std::unique_ptr<engine::engine> start(const tier_setup & t, int n_ctx = 4096) {
+        engine::engine_options o;
+        o.n_ctx = n_ctx;
+        o.kv_type = GGML_TYPE_F32;
+        o.kv.block_size = 16;
+        o.kv.host_budget = t.host_budget;
+        o.kv.cached_sequences = t.cached_sequences;
+        if (t.disk) {
+            o.kv.disk_dir = disk_dir;
+            o.kv.disk_budget = 256u << 20;
+        }
+        return start_engine("tiny-chat-q8", o);
+    }
+
+    static engine::generation_request req(const std::vector<llama_token> & prompt, int max_tokens, const std::string & salt = "") {
+        engine::generation_request r;
+        r.prompt = prompt;
+        r.sampling.temperature = 0;
+        r.max_tokens = max_tokens;
+        r.cache_salt = salt;
+        return r;
+    }
+    static std::vector<llama_token> tokens(engine::engine & e, const std::string & text) { return e.model().tokenize(text, true, false); }
+    static run_result run(engine::engine & e, const std::vector<llama_token> & prompt, int max_tokens = 12, const std::string & salt = "") {
+        auto r = collect(*submit_ok(e, req(prompt, max_tokens, salt)));
+        EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+        return r;
+    }
+    static uint64_t tokens_from(engine::engine & e, kv::source s) { return e.kv()->stats().prompt_tokens[static_cast<int>(s)].load(); }
+
+    fs::path disk_dir;
+};
+
+// Reusing a prompt that is a prefix of a stored conversation restores whole blocks: the tokens
+// after the last block boundary are recomputed (a resumed conversation, which extends the stored
+// one, also gets the stored partial tail block: see resumed_conversation_…).
+int block_aligned(size_t prompt_tokens) { return static_cast<int>((prompt_tokens - 1) / 16 * 16); }
+
+const char * prompt_a = "Alice asked about the history of the printing press and how it changed Europe in the fifteenth century";
+const char * prompt_b = "Bob wants a recipe for sourdough bread with a long cold fermentation and a crispy crust please";
+
+}  // namespace
+
+TEST_F(kv_tiers, context_prefix_is_reused_and_output_is_identical) {
+    auto e = start({});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    auto first = run(*e, a);
+    EXPECT_EQ(first.done.usage.cached_tokens, 0);
+    auto again = run(*e, a);
+    EXPECT_EQ(again.tokens, first.tokens);
+    EXPECT_EQ(again.done.usage.cached_tokens, static_cast<int>(a.size()) - 1) << "all but the last prompt token come from the context";
+}
+
+TEST_F(kv_tiers, demoted_to_host_then_restored_gives_identical_greedy_output) {
+    auto e = start({.host_budget = 64u << 20, .cached_sequences = 1});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a), b = tokens(*e, prompt_b);
+    auto first = run(*e, a);
+    run(*e, b);  // only one idle conversation is kept: A's blocks move to host RAM
+    EXPECT_TRUE(eventually([&] { return e->kv()->stats().evictions[0].load() == 1; }));
+    EXPECT_GT(e->kv()->host_bytes(), 0u);
+    uint64_t computed_before = tokens_from(*e, kv::source::computed);
+    auto again = run(*e, a);
+    EXPECT_EQ(again.tokens, first.tokens) << "restored KV must give the same greedy output";
+    EXPECT_EQ(again.done.usage.cached_tokens, block_aligned(a.size()));
+    EXPECT_EQ(tokens_from(*e, kv::source::host), static_cast<uint64_t>(block_aligned(a.size())));
+    EXPECT_EQ(tokens_from(*e, kv::source::computed) - computed_before, a.size() - block_aligned(a.size()));
+}
+
+TEST_F(kv_tiers, resumed_conversation_recomputes_only_the_new_turn_plus_one) {
+    auto e = start({.host_budget = 64u << 20, .cached_sequences = 1});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    auto turn1 = run(*e, a, 20);
+    run(*e, tokens(*e, prompt_b));  // evicts A to host, including its partial tail block
+    // Turn 2: everything the model saw and said, plus new user tokens.
+    std::vector<llama_token> turn2 = a;
+    turn2.insert(turn2.end(), turn1.tokens.begin(), turn1.tokens.end());
+    auto more = e->model().tokenize(" and what about Gutenberg?", false, false);
+    turn2.insert(turn2.end(), more.begin(), more.end());
+    auto r = run(*e, turn2);
+    int recomputed = r.done.usage.prompt_tokens - r.done.usage.cached_tokens;
+    EXPECT_LE(recomputed, static_cast<int>(more.size()) + 1) << "prompt " << r.done.usage.prompt_tokens << " cached " << r.done.usage.cached_tokens;
+}
+
+TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) {
+    run_result first;
+    std::vector<llama_token> a;
+    {
+        auto e = start({.host_budget = 0, .disk = true, .cached_sequences = 1});
+        ASSERT_TRUE(e);
+        a = tokens(*e, prompt_a);
+        first = run(*e, a);
+        run(*e, tokens(*e, prompt_b));
+        ASSERT_TRUE(eventually([&] { return e->kv()->stats().evictions[0].load() == 1; }));
+        e->kv()->drain_io();
+        EXPECT_GT(e->kv()->disk_blocks(), 0u);
+        auto again = run(*e, a);
+        EXPECT_EQ(again.tokens, first.tokens);
+        EXPECT_EQ(tokens_from(*e, kv::source::disk), static_cast<uint64_t>(block_aligned(a.size())));
+        e->kv()->drain_io();
+    }
+    // A new engine (a restarted server) finds the blocks on disk.
+    auto e = start({.host_budget = 32u << 20, .disk = true});
+    ASSERT_TRUE(e);
+    EXPECT_GT(e->kv()->disk_blocks(), 0u);
+    auto after_restart = run(*e, a);
+    EXPECT_EQ(after_restart.tokens, first.tokens) << "output after a restart equals the never-evicted run";
+    EXPECT_EQ(after_restart.done.usage.cached_tokens, block_aligned(a.size()));
+    EXPECT_EQ(tokens_from(*e, kv::source::disk), static_cast<uint64_t>(block_aligned(a.size())));
+}
+
+TEST_F(kv_tiers, corrupted_disk_blocks_are_dropped_counted_and_never_served) {
+    run_result first;
+    std::vector<llama_token> a;
+    {
+        auto e = start({.disk = true, .cached_sequences = 1});
+        ASSERT_TRUE(e);
+        a = tokens(*e, prompt_a);
+        first = run(*e, a);
+        e->kv()->drain_io();
+    }
+    int flipped = 0;
+    for (const auto & f : fs::directory_iterator(disk_dir)) {
+        std::fstream io(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+        io.seekg(300);
+        char c;
+        io.get(c);
+        io.seekp(300);
+        io.put(static_cast<char>(c ^ 0x01));
+        ++flipped;
+    }
+    ASSERT_GT(flipped, 0);
+    auto e = start({.disk = true});
+    ASSERT_TRUE(e);
+    auto r = run(*e, a);
+    EXPECT_EQ(r.tokens, first.tokens) << "corrupt blocks are recomputed, not served";
+    EXPECT_EQ(tokens_from(*e, kv::source::disk), 0u);
+    EXPECT_GE(e->kv()->corrupt_blocks(), 1u);
+}
+
+TEST_F(kv_tiers, different_cache_salts_never_share_a_block) {
+    auto e = start({.host_budget = 64u << 20, .cached_sequences = 1});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    run(*e, a, 8, "alice");
+    auto other = run(*e, a, 8, "mallory");
+    EXPECT_EQ(other.done.usage.cached_tokens, 0) << "another salt must not reuse alice's context cells";
+    run(*e, tokens(*e, prompt_b), 8, "alice");  // evict to host
+    run(*e, tokens(*e, prompt_b), 8, "zed");
+    ASSERT_TRUE(eventually([&] { return e->kv()->host_blocks() > 0; }));
+    auto other2 = run(*e, a, 8, "mallory2");
+    EXPECT_EQ(other2.done.usage.cached_tokens, 0) << "nor alice's host blocks";
+    auto same = run(*e, a, 8, "alice");
+    EXPECT_GE(same.done.usage.cached_tokens, block_aligned(a.size()));
+}
