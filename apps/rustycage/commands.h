@@ -15,11 +15,18 @@ struct engine_flags {
     engine::engine_options engine;
     int n_gpu_layers = -1;
     std::string log_level = "info";
+    std::string kv_disk_dir;
+    bool host_budget_given = false;
 };
 void add_engine_flags(CLI::App & cmd, engine_flags & f);
 // Applies the log level; returns false (after printing why) on a bad value.
 bool apply_log_level(const std::string & level);
 std::string default_models_dir();
+// Throws CLI::ValidationError naming `flag` when `text` is not a byte size.
+size_t parse_size_flag(const std::string & flag, const std::string & text);
+// Fills the KV defaults that depend on the machine (host budget: a quarter of available RAM) and
+// on other flags (disk budget when a disk directory is given).
+void resolve_kv_defaults(engine_flags & f);
 
 void register_serve(CLI::App & app, std::function<int()> & action);
 void register_run(CLI::App & app, std::function<int()> & action);

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "util/byte_size.h"
 #include "util/log.h"
 
 namespace rc::cli {
@@ -35,6 +36,42 @@ void add_engine_flags(CLI::App & cmd, engine_flags & f) {
            "KV cache cell type: f16 (default), f32, q8_0 (needs --flash-attn)")
         ->envname("RUSTYCAGE_KV_TYPE");
     cmd.add_option("--log-level", f.log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();
+
+    // KV tiering (docs/KV_TIERING.md).
+    auto & kv = f.engine.kv;
+    cmd.add_option("--kv-block-size", kv.block_size, "Tokens per KV block")->envname("RUSTYCAGE_KV_BLOCK_SIZE")->check(CLI::Range(1, 4096))->capture_default_str();
+    cmd.add_option("--kv-cached-sequences", kv.cached_sequences, "Finished conversations kept in the context for reuse (0: none)")
+        ->envname("RUSTYCAGE_KV_CACHED_SEQUENCES")->check(CLI::Range(0, 200))->capture_default_str();
+    cmd.add_option_function<std::string>(
+           "--kv-host-budget",
+           [&f](const std::string & v) {
+               f.engine.kv.host_budget = parse_size_flag("--kv-host-budget", v);
+               f.host_budget_given = true;
+           },
+           "Host RAM for KV blocks, e.g. 4GiB or 512MiB (0: tier off; default: a quarter of available RAM)")
+        ->envname("RUSTYCAGE_KV_HOST_BUDGET");
+    cmd.add_option("--kv-disk-dir", f.kv_disk_dir, "Directory for the disk tier (default: off)")->envname("RUSTYCAGE_KV_DISK_DIR");
+    cmd.add_option_function<std::string>(
+           "--kv-disk-budget", [&kv](const std::string & v) { kv.disk_budget = parse_size_flag("--kv-disk-budget", v); },
+           "Disk space for KV blocks (default 20GiB when --kv-disk-dir is set)")
+        ->envname("RUSTYCAGE_KV_DISK_BUDGET");
+    cmd.add_flag("--kv-write-through", kv.write_through, "Write blocks to disk synchronously instead of in the background")
+        ->envname("RUSTYCAGE_KV_WRITE_THROUGH");
+}
+
+size_t parse_size_flag(const std::string & flag, const std::string & text) {
+    auto v = parse_byte_size(text);
+    if (!v) throw CLI::ValidationError(flag, "must be a size such as 512MiB, 4GiB or 1000000 (bytes)");
+    return *v;
+}
+
+void resolve_kv_defaults(engine_flags & f) {
+    auto & kv = f.engine.kv;
+    if (!f.host_budget_given) kv.host_budget = available_memory_bytes() / 4;
+    if (!f.kv_disk_dir.empty()) {
+        kv.disk_dir = f.kv_disk_dir;
+        if (kv.disk_budget == 0) kv.disk_budget = size_t(20) << 30;
+    }
 }
 
 bool apply_log_level(const std::string & level) {

@@ -52,7 +52,11 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     auto cp = llama_context_default_params();
     cp.n_ctx = static_cast<uint32_t>(n_ctx);
     // Sequence ids: running + idle conversations kept for reuse + one scratch for block moves.
-    const int max_idle = info.is_embedding ? 0 : std::max(0, opts.kv.cached_sequences);
+    // Prefix reuse moves per-token attention KV. Recurrent, hybrid and sliding-window memories do not
+    // split into position ranges that way; until whole-sequence snapshots exist for them, such models
+    // recompute every prompt (never serve a wrong state).
+    const bool per_token_kv = !info.is_embedding && !info.is_recurrent && !info.is_hybrid && info.n_swa == 0;
+    const int max_idle = per_token_kv ? std::max(0, opts.kv.cached_sequences) : 0;
     cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + max_idle + 1);
     if (cp.n_seq_max > 256) return make_error(errc::invalid_argument, "parallel + cached sequences must stay below 256");
     cp.kv_unified = true;  // one cell pool: sequences share prefix cells via seq_cp (DESIGN.md §4)
@@ -87,7 +91,7 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     e->impl_->max_idle = max_idle;
     if (!info.is_embedding) {
         e->impl_->bridge = std::make_unique<kv_bridge>(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1));
-        if (opts.kv.host_budget > 0 || !opts.kv.disk_dir.empty()) {
+        if (per_token_kv && (opts.kv.host_budget > 0 || !opts.kv.disk_dir.empty())) {
             auto kvm = kv::kv_manager::open(opts.kv, kv_identity_of(*m, cp));
             if (!kvm) return kvm.err();
             e->impl_->kv = std::move(kvm.value());

@@ -186,3 +186,73 @@ TEST_F(kv_tiers, different_cache_salts_never_share_a_block) {
     auto same = run(*e, a, 8, "alice");
     EXPECT_GE(same.done.usage.cached_tokens, block_aligned(a.size()));
 }
+
+// 16 conversations whose KV adds up to more than 8x the context's cell pool, served in round-robin
+// turns: none fails, and each resumed turn recomputes at most its new tokens plus one.
+TEST_F(kv_tiers, conversations_far_beyond_the_cell_pool_are_served_in_turns) {
+    auto e = start({.host_budget = 256u << 20, .cached_sequences = 2}, 512);
+    ASSERT_TRUE(e);
+    const int pool = e->n_ctx();
+    std::vector<std::vector<llama_token>> convo(16);
+    for (int c = 0; c < 16; ++c) {
+        std::string text = "Conversation " + std::to_string(c) + ":";
+        for (int w = 0; w < 60; ++w) text += " item" + std::to_string(c * 100 + w);
+        convo[c] = tokens(*e, text);
+    }
+    size_t total_kv = 0;
+    for (int turn = 0; turn < 3; ++turn) {
+        for (int c = 0; c < 16; ++c) {
+            std::vector<llama_token> fresh;
+            if (turn > 0) {
+                fresh = e->model().tokenize(" then turn " + std::to_string(turn) + " for " + std::to_string(c) + " continues", false, false);
+                convo[c].insert(convo[c].end(), fresh.begin(), fresh.end());
+            }
+            auto r = run(*e, convo[c], 16);
+            ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << " turn " << turn << ": " << r.done.error_message;
+            if (turn > 0) {
+                int recomputed = r.done.usage.prompt_tokens - r.done.usage.cached_tokens;
+                EXPECT_LE(recomputed, static_cast<int>(fresh.size()) + 1) << "conversation " << c << " turn " << turn;
+            }
+            convo[c].insert(convo[c].end(), r.tokens.begin(), r.tokens.end());
+        }
+    }
+    for (const auto & c : convo) total_kv += c.size();
+    EXPECT_GE(total_kv, static_cast<size_t>(8 * pool)) << "the working set must exceed the cell pool 8x";
+    EXPECT_LE(e->kv()->host_bytes(), e->kv()->options().host_budget);
+}
+
+// 16 conversations sharing a long system prompt hold its blocks once in the host tier.
+TEST_F(kv_tiers, a_shared_system_prompt_is_stored_once) {
+    auto e = start({.host_budget = 256u << 20, .cached_sequences = 1});
+    ASSERT_TRUE(e);
+    std::string system = "System: you are a careful assistant.";
+    for (int w = 0; w < 50; ++w) system += " rule" + std::to_string(w);
+    auto shared = tokens(*e, system);
+    const size_t shared_tokens = shared.size() / 16 * 16;  // the whole blocks conversations can share
+    auto conversation = [&](int c) {
+        auto p = shared;
+        auto tail = e->model().tokenize(" user " + std::to_string(c) + " asks question " + std::to_string(c * 7), false, false);
+        p.insert(p.end(), tail.begin(), tail.end());
+        auto r = run(*e, p, 8);
+        return p.size() + r.tokens.size() - 1;  // tokens in the context (the last one was never decoded)
+    };
+    auto evicted = [&](uint64_t n) { return eventually([&] { return e->kv()->stats().evictions[0].load() >= n; }); };
+
+    // Bytes per token, measured on the first conversation alone.
+    size_t first = conversation(0);
+    auto b = tokens(*e, prompt_b);
+    run(*e, b, 2);
+    ASSERT_TRUE(evicted(1));
+    const double per_token = static_cast<double>(e->kv()->host_bytes()) / static_cast<double>(first);
+
+    size_t unique_tokens = first - shared_tokens;
+    for (int c = 1; c < 16; ++c) unique_tokens += conversation(c) - shared_tokens;
+    run(*e, b, 2);  // push the last conversation out as well
+    ASSERT_TRUE(evicted(17));
+    const size_t b_tokens = b.size() + 1;
+    const double ideal = per_token * static_cast<double>(shared_tokens + unique_tokens + b_tokens);
+    const double duplicated = per_token * static_cast<double>(16 * shared_tokens + unique_tokens + b_tokens);
+    const double held = static_cast<double>(e->kv()->host_bytes());
+    EXPECT_LE(held, 1.1 * ideal) << "shared prompt blocks must be stored once";
+    EXPECT_LT(held, 0.5 * duplicated) << "per-conversation copies would need " << duplicated << " bytes";
+}
