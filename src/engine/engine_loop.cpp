@@ -271,8 +271,9 @@ void engine::impl::finish(sequence & s, finish_reason reason, const std::string 
     s.channel->push(std::move(ev));
     if (reason == finish_reason::cancelled) ++cancelled;
     else ++finished;
-    // A finished conversation stays in the context for reuse; a cancelled one frees its cells now.
-    if (max_idle > 0 && s.req.kind == request_kind::generate && reason != finish_reason::cancelled) {
+    // A finished conversation stays in the context for reuse (or, with no room for idle ones, goes
+    // straight to the tiers below); a cancelled one frees its cells now.
+    if ((max_idle > 0 || kv) && s.req.kind == request_kind::generate && reason != finish_reason::cancelled) {
         retire(s);
     } else {
         release(s);
