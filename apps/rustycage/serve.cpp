@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "models/model_manager.h"
 #include "util/log.h"
+#include "version.h"
 
 namespace rc::cli {
 
@@ -35,6 +36,7 @@ std::vector<std::string> split_keys(const std::string & s) {
 
 int serve(serve_flags & f) {
     if (!apply_log_level(f.eng.log_level)) return 2;
+    resolve_kv_defaults(f.eng);
     std::error_code ec;
     std::filesystem::create_directories(f.eng.models_dir, ec);
     if (!std::filesystem::is_directory(f.eng.models_dir)) {
@@ -62,6 +64,9 @@ int serve(serve_flags & f) {
             return 1;
         }
     }
+    f.api.version = RUSTYCAGE_VERSION;
+    f.api.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
+    f.api.n_parallel = f.eng.engine.n_parallel;
     api::api_server server(manager, f.api);
     if (auto st = server.start(f.listen); !st) {
         std::cerr << "error: " << st.err().message << "\n";
@@ -96,6 +101,8 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_MAX_TOKENS")->check(CLI::Range(1, 1 << 24))->capture_default_str();
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
     cmd->add_option("--preload", f->preload, "Load these models at start (repeatable)");
+    cmd->add_option("--max-queue", f->eng.engine.max_queue, "Requests a model may hold waiting; more get 503 + Retry-After")
+        ->envname("RUSTYCAGE_MAX_QUEUE")->check(CLI::Range(1, 1 << 20))->capture_default_str();
     cmd->callback([f, &action] { action = [f] { return serve(*f); }; });
 }
 

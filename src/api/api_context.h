@@ -1,9 +1,11 @@
 #pragma once
-// What every route handler may use: the model manager and the server's API settings.
+// What every route handler may use: the model manager, the server's API settings and its metrics.
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "api/server_metrics.h"
 #include "models/model_manager.h"
 
 namespace rc::api {
@@ -13,12 +15,16 @@ struct api_options {
     int default_max_tokens = -1;        // when a request names none (-1: until stop or context end)
     std::vector<std::string> api_keys;  // empty: no auth
     std::string version = "0.1.0";
+    std::string llama_commit;           // the pinned llama.cpp commit (/v1/metadata, /props, build_info)
+    int n_parallel = 4;                 // sequences per model, as the engines were started (/props total_slots)
 };
 
 struct api_context {
     models::model_manager & models;
     api_options opts;
     std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+    // Never null. Shared so the context stays copyable; api_server wires its collectors.
+    std::shared_ptr<server_metrics> metrics = std::make_shared<server_metrics>();
 };
 
 }  // namespace rc::api

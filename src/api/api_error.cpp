@@ -43,7 +43,7 @@ const char * openai_type(int status) {
 }
 }  // namespace
 
-http_response error_response(dialect d, int status, const std::string & message, const std::string & param) {
+http_response error_response(dialect d, int status, const std::string & message, const std::string & param, const std::string & code) {
     http_response r;
     r.status = status;
     nlohmann::ordered_json body;
@@ -53,7 +53,8 @@ http_response error_response(dialect d, int status, const std::string & message,
         body["error"] = {{"message", message},
                          {"type", openai_type(status)},
                          {"param", param.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(param)},
-                         {"code", status == 404 ? nlohmann::ordered_json("model_not_found") : nlohmann::ordered_json(nullptr)}};
+                         {"code", code.empty() ? (status == 404 ? nlohmann::ordered_json("model_not_found") : nlohmann::ordered_json(nullptr))
+                                               : nlohmann::ordered_json(code)}};
     }
     r.body = body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     return r;

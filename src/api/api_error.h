@@ -28,6 +28,9 @@ int http_status_for(errc code);
 // Throws for an engine error event (its error_code is an errc name).
 [[noreturn]] void raise_event_error(const std::string & error_code, const std::string & message);
 
-http_response error_response(dialect d, int status, const std::string & message, const std::string & param = {});
+// OpenAI's `code`: empty picks the default ("model_not_found" for 404 — model lookups are the
+// handlers' only 404 — else null).
+http_response error_response(dialect d, int status, const std::string & message, const std::string & param = {},
+                             const std::string & code = {});
 
 }  // namespace rc::api

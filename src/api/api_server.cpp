@@ -7,6 +7,8 @@
 #include "api/json_fields.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
+#include "api/server_routes.h"
+#include "metrics/text_format.h"
 #include "util/log.h"
 
 namespace rc::api {
@@ -19,8 +21,11 @@ const char * cors_allow_headers = "Authorization, Content-Type, OpenAI-Organizat
                                   "X-Stainless-Helper-Method, X-Stainless-Poll-Helper, X-Stainless-Custom-Poll-Interval, "
                                   "X-Requested-With, User-Agent, Accept";
 
+// Health, version and metrics stay reachable without a key: load balancers and Prometheus scrapers
+// probe them, and they carry no prompts or outputs.
 bool is_public(const std::string & path) {
-    return path == "/" || path == "/health" || path.rfind("/v1/health/", 0) == 0 || path == "/api/version" || path == "/v1/version";
+    return path == "/" || path == "/health" || path.rfind("/v1/health/", 0) == 0 || path == "/api/version" || path == "/v1/version" ||
+           path == "/metrics" || path == "/v1/metrics";
 }
 
 void add_cors(http_response & r, const http_request & req) {
@@ -64,7 +69,9 @@ http_server_options server_options(api_context & ctx, size_t max_body) {
         } catch (...) {
             r = error_response(dialect_for_path(req.path), 500, "internal error");
         }
-        if (r.status == 503) r.headers.push_back({"Retry-After", "1"});
+        // Queue full / model unloading: a 503 that says when to come back. OpenAI's SDKs retry 429
+        // and 5xx and honour Retry-After; Ollama answers a full queue with 503 too, so that is ours.
+        if (r.status == 503 || r.status == 429) r.headers.push_back({"Retry-After", "1"});
         add_cors(r, req);
         return r;
     };
@@ -72,11 +79,12 @@ http_server_options server_options(api_context & ctx, size_t max_body) {
         std::string msg = status == 404 ? "no route for " + req.method + " " + req.path
                           : status == 413 ? "request body too large"
                                           : "bad request";
-        auto r = error_response(dialect_for_path(req.path), status, msg);
+        auto r = error_response(dialect_for_path(req.path), status, msg, {}, status == 404 ? "route_not_found" : "");
         add_cors(r, req);
         return r;
     };
-    o.on_complete = [](const http_request & req, int status, double ms) {
+    o.on_complete = [&ctx](const http_request & req, int status, double ms) {
+        ctx.metrics->record_request(req.route, req.method, status, ms / 1000.0);
         rc::log::debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", status}, {"ms", ms}});
     };
     return o;
@@ -84,10 +92,30 @@ http_server_options server_options(api_context & ctx, size_t max_body) {
 
 }  // namespace
 
+std::vector<route> metrics_routes(api_context & ctx) {
+    auto expose = [&ctx](const http_request &) {
+        http_response r;
+        r.content_type = metrics::text_content_type;
+        r.body = ctx.metrics->expose();
+        return r;
+    };
+    return {{"GET", "/metrics", expose}, {"GET", "/v1/metrics", expose}};
+}
+
 std::vector<route> all_routes(api_context & ctx) {
     std::vector<route> routes = health_routes(ctx);
+    for (auto & r : metrics_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : server_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
+    // CORS preflight on any path: `before` answers it (204 + Allow-* headers); without a route
+    // httplib would answer OPTIONS with 404 before `before` ever ran.
+    routes.push_back({"OPTIONS", "/*", [](const http_request &) {
+                          http_response r;
+                          r.status = 204;
+                          r.content_type = "text/plain";
+                          return r;
+                      }});
     // Every response carries CORS headers so browser clients can read it.
     for (auto & r : routes) {
         r.handler = [h = std::move(r.handler)](const http_request & req) {
@@ -99,7 +127,10 @@ std::vector<route> all_routes(api_context & ctx) {
     return routes;
 }
 
-api_server::api_server(models::model_manager & models, api_options opts) : ctx_{models, std::move(opts)} {}
+api_server::api_server(models::model_manager & models, api_options opts) : ctx_{models, std::move(opts)} {
+    ctx_.metrics->collect_models(ctx_.models);
+    ctx_.metrics->set_build_info(ctx_.opts.version, ctx_.opts.llama_commit);
+}
 
 api_server::~api_server() { stop(); }
 
@@ -117,6 +148,8 @@ status api_server::start(const listen_options & listen) {
         servers_.push_back(std::move(srv));
     }
     for (auto & s : servers_) threads_.emplace_back([srv = s.get()] { srv->serve(); });
+    // A stop() before the listeners run would be lost and leave serve() blocked forever.
+    for (auto & s : servers_) s->wait_until_serving();
     rc::log::info("api", "listening", {{"host", listen.host}, {"openai_port", openai_port_}, {"ollama_port", ollama_port_}});
     return {};
 }

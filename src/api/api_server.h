@@ -41,5 +41,7 @@ class api_server {
 
 // The full route table (exposed for tests).
 std::vector<route> all_routes(api_context & ctx);
+// GET /metrics and /v1/metrics: the Prometheus text exposition of ctx.metrics.
+std::vector<route> metrics_routes(api_context & ctx);
 
 }  // namespace rc::api

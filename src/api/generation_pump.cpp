@@ -2,8 +2,12 @@
 
 namespace rc::api {
 
-engine::generation_event pump(engine::request_channel & ch, const std::function<bool()> & client_alive,
-                              const std::function<bool(const engine::generation_event &)> & on_event) {
+namespace {
+
+double seconds(generation_meter::clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+engine::generation_event run(engine::request_channel & ch, const std::function<bool()> & client_alive,
+                             const std::function<bool(const engine::generation_event &)> & on_event, generation_meter * meter) {
     using namespace std::chrono_literals;
     for (;;) {
         auto ev = ch.pop(100ms);
@@ -11,9 +15,73 @@ engine::generation_event pump(engine::request_channel & ch, const std::function<
             if (!ch.cancelled() && client_alive && !client_alive()) ch.cancel();
             continue;  // the engine answers a cancel with a terminal event within one step
         }
+        if (meter) meter->on_event(*ev);
         if (ev->kind != engine::generation_event::type::text) return std::move(*ev);
         if (!ch.cancelled() && !on_event(*ev)) ch.cancel();
     }
+}
+
+}  // namespace
+
+generation_meter::generation_meter(server_metrics * m, const std::string & model) : m_(m), model_(model), submitted_(clock::now()) {}
+
+// Series are created on first use: an embedding model never gets empty latency histograms.
+void generation_meter::observe_ttft(clock::time_point now) {
+    if (!ttft_) ttft_ = &m_->time_to_first_token.with({model_});
+    ttft_->observe(seconds(now - submitted_));
+}
+
+namespace {
+std::string catalog_name(const api_context & ctx, const std::string & requested) {
+    auto entry = ctx.models.catalog().find(requested);
+    return entry ? entry->name : requested;
+}
+}  // namespace
+
+generation_meter::generation_meter(api_context & ctx, const std::string & requested)
+    : generation_meter(ctx.metrics.get(), catalog_name(ctx, requested)) {}
+
+void generation_meter::on_event(const engine::generation_event & ev, clock::time_point now) {
+    if (!m_) return;
+    using type = engine::generation_event::type;
+    if (ev.kind == type::text) {
+        // A text event without tokens is held-back stop-string text flushed at the finish: no new token.
+        if (ev.tokens.empty() || timing_done_) return;
+        if (!first_token_seen_) {
+            observe_ttft(now);
+        } else {
+            if (!itl_) itl_ = &m_->inter_token_latency.with({model_});
+            itl_->observe(seconds(now - last_token_));
+        }
+        first_token_seen_ = true;
+        last_token_ = now;
+        return;
+    }
+    const char * reason = "error";
+    if (ev.kind == type::done || ev.kind == type::embedding) {
+        // An end-of-generation token is counted but sends no text: it may be the first token.
+        if (ev.kind == type::done && !first_token_seen_ && !timing_done_ && ev.usage.completion_tokens > 0) observe_ttft(now);
+        m_->prompt_tokens.with({model_}).inc(ev.usage.prompt_tokens);
+        m_->generated_tokens.with({model_}).inc(ev.usage.completion_tokens);
+        switch (ev.finish) {
+            case engine::finish_reason::length: reason = "length"; break;
+            case engine::finish_reason::cancelled: reason = "cancelled"; break;
+            case engine::finish_reason::error: reason = "error"; break;
+            default: reason = "stop"; break;  // stop, and an embedding that completed
+        }
+    }
+    m_->requests_finished.with({model_, reason}).inc();
+    timing_done_ = true;
+}
+
+engine::generation_event pump(engine::request_channel & ch, const std::function<bool()> & client_alive,
+                              const std::function<bool(const engine::generation_event &)> & on_event) {
+    return run(ch, client_alive, on_event, nullptr);
+}
+
+engine::generation_event pump(engine::request_channel & ch, const std::function<bool()> & client_alive,
+                              const std::function<bool(const engine::generation_event &)> & on_event, generation_meter & meter) {
+    return run(ch, client_alive, on_event, &meter);
 }
 
 }  // namespace rc::api

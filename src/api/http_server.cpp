@@ -11,6 +11,7 @@ namespace rc::api {
 struct http_server::impl {
     httplib::Server server;
     http_server_options opts;
+    std::map<std::string, std::string> route_of_pattern;  // httplib's pattern → ours (they differ for "*")
 };
 
 namespace {
@@ -20,11 +21,11 @@ std::string lower(std::string s) {
     return s;
 }
 
-http_request convert(const httplib::Request & req) {
+http_request convert(const httplib::Request & req, bool with_body = true) {
     http_request r;
     r.method = req.method;
     r.path = req.path;
-    r.body = req.body;
+    if (with_body) r.body = req.body;
     r.remote_addr = req.remote_addr;
     for (const auto & [k, v] : req.path_params) r.path_params[k] = v;
     for (const auto & [k, v] : req.params) r.query.emplace(k, v);
@@ -32,6 +33,33 @@ http_request convert(const httplib::Request & req) {
     r.client_gone = req.is_connection_closed;
     return r;
 }
+
+double ms_since_arrival(const httplib::Request & req) {
+    auto now = std::chrono::steady_clock::now();
+    auto start = req.start_time_ == std::chrono::steady_clock::time_point::min() ? now : req.start_time_;
+    return std::chrono::duration<double, std::milli>(now - start).count();
+}
+
+// Reports a streamed response once: when its stream function returns, or, if the stream never ran
+// (HEAD, client gone before the headers), when httplib drops the response.
+class stream_completion {
+  public:
+    stream_completion(const http_server_options & o, http_request req, int status, const httplib::Request & raw)
+        : o_(o), req_(std::move(req)), status_(status), raw_(raw) {}
+    ~stream_completion() { report(); }
+    void report() {
+        if (reported_ || !o_.on_complete) return;
+        reported_ = true;
+        o_.on_complete(req_, status_, ms_since_arrival(raw_));
+    }
+
+  private:
+    const http_server_options & o_;
+    http_request req_;
+    int status_;
+    const httplib::Request & raw_;  // lives until the response is written and dropped
+    bool reported_ = false;
+};
 
 void apply(const http_response & in, httplib::Response & out) {
     out.status = in.status;
@@ -58,7 +86,9 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
     auto & srv = impl_->server;
     auto * o = &impl_->opts;
     const int max_threads = o->max_threads;
-    srv.new_task_queue = [max_threads] { return new httplib::ThreadPool(8, static_cast<size_t>(max_threads)); };
+    // Keep-alive clients hold a thread while idle between requests; a large base pool means a burst of
+    // new streams never waits for the pool to grow.
+    srv.new_task_queue = [max_threads] { return new httplib::ThreadPool(64, static_cast<size_t>(max_threads)); };
     srv.set_payload_max_length(o->max_body_bytes);
     srv.set_read_timeout(600);
     srv.set_write_timeout(600);
@@ -66,9 +96,9 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
 
     for (auto & rt : routes) {
         auto h = rt.handler;
-        auto wrapped = [h, o](const httplib::Request & req, httplib::Response & res) {
-            auto start = std::chrono::steady_clock::now();
+        auto wrapped = [h, o, route = rt.pattern](const httplib::Request & req, httplib::Response & res) {
             http_request r = convert(req);
+            r.route = route;
             http_response out;
             std::unique_ptr<http_response> early = o->before ? o->before(r) : nullptr;
             if (early) {
@@ -80,15 +110,21 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
                     out = o->on_exception(r, std::current_exception());
                 }
             }
-            apply(out, res);
-            if (o->on_complete) {
-                double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-                o->on_complete(r, out.status, ms);
+            if (out.stream && o->on_complete) {
+                // A streamed body is produced after this returns; report once the stream ends.
+                r.body.clear();
+                auto done = std::make_shared<stream_completion>(*o, std::move(r), out.status, req);
+                out.stream = [fn = std::move(out.stream), done](stream_sink & sink) {
+                    fn(sink);
+                    done->report();
+                };
             }
+            apply(out, res);  // a plain response is reported by the post-routing handler below
         };
         // httplib matches ":param" segments; a trailing "*" becomes a regex tail.
         std::string pattern = rt.pattern;
         if (!pattern.empty() && pattern.back() == '*') pattern = pattern.substr(0, pattern.size() - 1) + "(.*)";
+        impl_->route_of_pattern[pattern] = rt.pattern;
         if (rt.method == "GET") srv.Get(pattern, wrapped);
         else if (rt.method == "POST") srv.Post(pattern, wrapped);
         else if (rt.method == "DELETE") srv.Delete(pattern, wrapped);
@@ -99,6 +135,15 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
         // Only for errors without a body (unknown routes, httplib's own 4xx such as 413).
         if (!res.body.empty()) return;
         if (o->on_status) apply(o->on_status(convert(req), res.status), res);
+    });
+    // Runs for every response just before httplib writes it, whether a route ran or not (no route,
+    // 413, malformed requests), with the final status: the one place that sees them all.
+    srv.set_post_routing_handler([o, routes_of = &impl_->route_of_pattern](const httplib::Request & req, httplib::Response & res) {
+        if (!o->on_complete) return;
+        if (res.is_chunked_content_provider_) return;  // a stream reports when it ends (stream_completion)
+        http_request r = convert(req, false);
+        if (auto it = routes_of->find(req.matched_route); it != routes_of->end()) r.route = it->second;
+        o->on_complete(r, res.status, ms_since_arrival(req));
     });
 }
 
@@ -111,6 +156,8 @@ result<int> http_server::bind(const std::string & host, int port) {
 }
 
 void http_server::serve() { impl_->server.listen_after_bind(); }
+
+void http_server::wait_until_serving() { impl_->server.wait_until_ready(); }
 
 void http_server::stop() {
     if (impl_->server.is_running()) impl_->server.stop();

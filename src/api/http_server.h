@@ -19,6 +19,7 @@ struct http_request {
     std::string path;
     std::string body;
     std::string remote_addr;
+    std::string route;                                // the matched route pattern ("/v1/models/:id"); empty: none matched
     std::map<std::string, std::string> path_params;   // ":name" segments of the route pattern
     std::multimap<std::string, std::string> query;
     std::map<std::string, std::string> headers;       // names lower-cased
@@ -55,7 +56,11 @@ struct route {
 struct http_server_options {
     size_t max_body_bytes = 32u << 20;
     int max_threads = 256;  // each streaming client holds a thread while it streams
-    // Called for every request after its response is sent (metrics, access log).
+    // Called exactly once for every request, also those no route matched (route empty) and those
+    // the HTTP layer rejected (413, malformed): right before the response is written, or for a
+    // streamed body once the stream function returned (before the final chunk). Either way a client
+    // that has read the whole response finds it counted. `ms`: from the request's arrival. The
+    // request's `body` is empty. Runs on the connection's thread; must not throw.
     std::function<void(const http_request &, int status, double ms)> on_complete;
     // Called for any request before routing; a returned response short-circuits (auth, CORS).
     std::function<std::unique_ptr<http_response>(const http_request &)> before;
@@ -76,6 +81,8 @@ class http_server {
     result<int> bind(const std::string & host, int port);
     // Serves until stop(); call after bind(), typically on its own thread.
     void serve();
+    // Blocks until serve() accepts connections (call from another thread after starting serve()).
+    void wait_until_serving();
     void stop();
 
   private:

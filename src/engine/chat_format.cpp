@@ -22,6 +22,14 @@ std::string require_immediate_tool_call(const std::string & gbnf) {
     return gbnf.substr(0, start) + root + gbnf.substr(end);
 }
 
+std::string allow_one_tool_call(const std::string & gbnf) {
+    // Some of llama.cpp's tool-call grammars repeat the call regardless of parallel_tool_calls:
+    //   tool-calls ::= (tool-call space)+
+    // Without parallel calls the reply holds exactly one, so the repetition is dropped.
+    static const std::regex repeated(R"((^|\n)tool-calls ::= \(tool-call space\)\+(\n|$))");
+    return std::regex_replace(gbnf, repeated, "$1tool-calls ::= tool-call space$2");
+}
+
 result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
     if (!m.templates()) return make_error(errc::invalid_argument, "model has no chat template (an embedding model?)");
     if (in.messages.empty()) return make_error(errc::invalid_argument, "messages must not be empty");
@@ -59,6 +67,7 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
         g.grammar = in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !in.tools.empty()
                         ? require_immediate_tool_call(params.grammar)
                         : params.grammar;
+        if (!in.tools.empty() && !in.parallel_tool_calls) g.grammar = allow_one_tool_call(g.grammar);
         g.lazy = params.grammar_lazy;
         g.triggers = params.grammar_triggers;
         g.preserved_tokens = params.preserved_tokens;

@@ -44,6 +44,10 @@ common_chat_msg parse_chat_output(const std::string & text, bool partial, const 
 // root rule has no such prefix.
 std::string require_immediate_tool_call(const std::string & gbnf);
 
+// For parallel_tool_calls false: removes the repetition some of llama.cpp's tool-call grammars put
+// around the call, so at most one call is generated. Unchanged when there is none.
+std::string allow_one_tool_call(const std::string & gbnf);
+
 // JSON schema → GBNF constraint for raw completions (no template involved).
 result<constraint> schema_constraint(const std::string & json_schema);
 

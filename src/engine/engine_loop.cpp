@@ -60,6 +60,7 @@ bool engine::impl::step() {
     drop_cancelled();
     poll_promotions();
     admit();
+    publish_gauges();  // before this step's tokens reach clients, so a scrape after a token sees it running
     bool did = model->info().is_embedding ? decode_embed() : decode_generate();
     remove_finished();
     publish_gauges();
@@ -85,7 +86,12 @@ void engine::impl::drop_cancelled() {
 }
 
 void engine::impl::admit() {
-    while (!waiting.empty()) {
+    auto running_now = [&] {
+        int n = static_cast<int>(promoting.size());
+        for (const auto & s : active) n += s->live() ? 1 : 0;
+        return n;
+    };
+    while (!waiting.empty() && running_now() < opts.n_parallel) {
         if (free_ids.empty() && !evict_lru_idle()) break;
         auto [req, ch] = std::move(waiting.front());
         waiting.pop_front();

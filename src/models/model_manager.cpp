@@ -76,6 +76,15 @@ bool model_manager::unload(const std::string & requested) {
     return true;  // the engine stops when its last in-flight user lets go
 }
 
+bool model_manager::set_keep_alive(const std::string & requested, std::chrono::nanoseconds keep_alive) {
+    auto entry = catalog_.find(requested);
+    std::lock_guard lock(mutex_);
+    auto it = loaded_.find(entry ? entry->name : requested);
+    if (it == loaded_.end()) return false;
+    it->second.keep_alive = keep_alive;
+    return true;
+}
+
 bool model_manager::loading() const {
     std::lock_guard lock(mutex_);
     return !loading_.empty();

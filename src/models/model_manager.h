@@ -22,6 +22,9 @@ struct loaded_model {
     std::shared_ptr<engine::engine> engine;
     std::chrono::system_clock::time_point loaded_at;
     std::chrono::system_clock::time_point last_used;
+    // How long to stay loaded after last use (Ollama's keep_alive; max() = forever). Recorded for
+    // /api/ps; nothing unloads on expiry yet (the model-store issue adds the reaper and LRU).
+    std::chrono::nanoseconds keep_alive = std::chrono::minutes(5);
 };
 
 class model_manager {
@@ -37,6 +40,8 @@ class model_manager {
 
     std::vector<loaded_model> loaded() const;
     bool unload(const std::string & name);
+    // Records `name`'s keep_alive (see loaded_model); false when it is not loaded.
+    bool set_keep_alive(const std::string & name, std::chrono::nanoseconds keep_alive);
     // True while any model is being loaded (readiness reports it).
     bool loading() const;
 

@@ -102,8 +102,8 @@ TEST(chat_format, required_tool_call_is_generated_and_parsed) {
 
     auto r = generate(*e, p.value(), 7, 300);
     auto msg = engine::parse_chat_output(r.text, false, p->parser);
-    // The template's grammar allows one or more calls; each must be a complete get_weather call.
-    ASSERT_GE(msg.tool_calls.size(), 1u) << "raw output: " << r.text;
+    // parallel_tool_calls is off: exactly one complete get_weather call.
+    ASSERT_EQ(msg.tool_calls.size(), 1u) << "raw output: " << r.text;
     for (const auto & call : msg.tool_calls) {
         EXPECT_EQ(call.name, "get_weather");
         json args = json::parse(call.arguments, nullptr, false);

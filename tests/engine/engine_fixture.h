@@ -43,7 +43,9 @@ inline run_result collect(engine::request_channel & ch) {
 inline std::unique_ptr<engine::engine> start_engine(const std::string & preset, engine::engine_options opts = {}) {
     auto m = shared_model(preset);
     if (!m) return nullptr;
-    if (opts.n_threads == 0) opts.n_threads = 2;
+    // One thread: ctest runs two test binaries at once on small machines, and ggml's spinning workers
+    // slow down badly when oversubscribed.
+    if (opts.n_threads == 0) opts.n_threads = 1;
     auto e = engine::engine::start(m, opts);
     EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.err().message);
     return e.ok() ? std::move(e.value()) : nullptr;

@@ -9,4 +9,11 @@ namespace rc::api::ollama {
 
 std::vector<route> all_routes(api_context & ctx);
 
+// The route groups all_routes assembles (one file each).
+route generate_route(api_context & ctx);          // generate.cpp
+route chat_route(api_context & ctx);              // chat.cpp
+std::vector<route> embed_routes(api_context & ctx);   // embed.cpp: /api/embed, /api/embeddings
+std::vector<route> model_routes(api_context & ctx);   // model_routes.cpp: /api/tags, /api/show, /api/ps
+std::vector<route> store_routes(api_context & ctx);   // store_routes.cpp: pull, push, create, copy, delete, blobs
+
 }  // namespace rc::api::ollama

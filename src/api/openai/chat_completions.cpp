@@ -160,6 +160,7 @@ struct chat_job {
     std::vector<std::shared_ptr<engine::request_channel>> channels;
     bool logprobs = false;
     std::string model_name;
+    std::optional<generation_meter> meter;  // set right before the first submit
 
     ~chat_job() {
         // A client that left, or an error on one choice, must not leave the others generating.
@@ -181,7 +182,8 @@ http_response respond_whole(chat_job & job, const http_request & req) {
                                  for (const auto & t : ev.tokens) st.logprobs.push_back(chat_logprob_json(t));
                              }
                              return true;
-                         });
+                         },
+                         *job.meter);
         if (done.kind == engine::generation_event::type::error) raise_event_error(done.error_code, done.error_message);
         common_chat_msg msg = engine::parse_chat_output(st.text, false, job.prompt.parser);
         msg.set_tool_call_ids(st.tool_ids, new_tool_call_id);
@@ -234,7 +236,7 @@ http_response respond_stream(std::shared_ptr<chat_job> job, bool include_usage) 
             auto done = pump(*job->channels[i], sink.alive, [&](const engine::generation_event & ev) {
                 alive = alive && emit(st.update(ev.text, true, job->prompt.parser), ev.tokens);
                 return alive;
-            });
+            }, *job->meter);
             if (!alive) break;
             if (done.kind == engine::generation_event::type::error) {
                 send(json{{"error", {{"message", done.error_message}, {"type", "server_error"}, {"param", nullptr}, {"code", done.error_code}}}});
@@ -287,6 +289,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     base.grammar = job->prompt.grammar;
     for (const auto & s : job->prompt.additional_stops) base.stop.push_back(s);
 
+    job->meter.emplace(ctx, job->model_name);
     for (int i = 0; i < n; ++i) {
         engine::generation_request r = base;
         if (r.sampling.seed && i > 0) r.sampling.seed = *r.sampling.seed + static_cast<uint32_t>(i);

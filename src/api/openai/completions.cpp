@@ -64,6 +64,7 @@ struct completion_job {
     std::vector<std::string> echo;  // per channel: prompt text to prepend, when echo is on
     bool logprobs = false;
     std::string model_name;
+    std::optional<generation_meter> meter;  // set right before the first submit
     ~completion_job() {
         for (auto & ch : channels) {
             if (!ch->finished()) ch->cancel();
@@ -86,7 +87,8 @@ http_response respond_whole(completion_job & job, const http_request & req) {
                              text += ev.text;
                              toks.insert(toks.end(), ev.tokens.begin(), ev.tokens.end());
                              return true;
-                         });
+                         },
+                         *job.meter);
         if (done.kind == engine::generation_event::type::error) raise_event_error(done.error_code, done.error_message);
         choices.push_back({{"index", i}, {"text", text}, {"logprobs", job.logprobs ? legacy_logprobs(toks, job.echo[i].size()) : json(nullptr)},
                            {"finish_reason", finish_name(done)}});
@@ -118,7 +120,7 @@ http_response respond_stream(std::shared_ptr<completion_job> job, bool include_u
                 json lp = job->logprobs ? legacy_logprobs(ev.tokens, 0) : json(nullptr);
                 alive = sink.write(sse(chunk(json::array({{{"index", i}, {"text", ev.text}, {"logprobs", lp}, {"finish_reason", nullptr}}}))));
                 return alive;
-            });
+            }, *job->meter);
             if (!alive) return;
             if (done.kind == engine::generation_event::type::error) {
                 sink.write(sse(json{{"error", {{"message", done.error_message}, {"type", "server_error"}, {"param", nullptr}, {"code", done.error_code}}}}));
@@ -160,7 +162,9 @@ http_response handle(api_context & ctx, const http_request & req) {
     auto job = std::make_shared<completion_job>();
     job->logprobs = logprobs.has_value();
     job->model_name = require_string(body, "model");
-    for (auto & prompt : read_prompts(body, m)) {
+    auto prompts = read_prompts(body, m);
+    job->meter.emplace(ctx, job->model_name);
+    for (auto & prompt : prompts) {
         for (int i = 0; i < n; ++i) {
             engine::generation_request r = base;
             r.prompt = prompt;

@@ -71,7 +71,9 @@ http_response handle(api_context & ctx, const http_request & req) {
             }
         }
     } guard{channels};
-    for (auto & tokens : read_inputs(body, m)) {
+    auto inputs = read_inputs(body, m);
+    generation_meter meter(ctx, require_string(body, "model"));
+    for (auto & tokens : inputs) {
         engine::generation_request r;
         r.kind = engine::request_kind::embed;
         r.prompt = std::move(tokens);
@@ -84,7 +86,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     int prompt_tokens = 0;
     for (size_t i = 0; i < channels.size(); ++i) {
         auto done = pump(*channels[i], req.client_gone ? [&] { return !req.client_gone(); } : std::function<bool()>(),
-                         [](const engine::generation_event &) { return true; });
+                         [](const engine::generation_event &) { return true; }, meter);
         if (done.kind == engine::generation_event::type::error) raise_event_error(done.error_code, done.error_message);
         auto & v = done.embedding;
         if (dims && *dims < static_cast<long long>(v.size())) {

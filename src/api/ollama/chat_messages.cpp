@@ -1,0 +1,102 @@
+#include "api/ollama/chat_messages.h"
+
+#include <json.h>
+
+#include "api/api_error.h"
+
+namespace rc::api::ollama {
+
+namespace {
+
+common_json to_common(const json & j) { return common_json::parse(dump(j)); }
+
+// One Ollama tool call → OpenAI's {type, id?, function:{name, arguments: "<JSON text>"}}.
+json openai_tool_call(const json & tc, const std::string & where) {
+    if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object())
+        bad_request(where + " must be an object with a 'function' object", "messages");
+    const json & fn = tc["function"];
+    if (!fn.contains("name") || !fn["name"].is_string()) bad_request(where + ".function.name must be a string", "messages");
+    json out = {{"type", "function"}};
+    if (tc.contains("id") && tc["id"].is_string()) out["id"] = tc["id"];
+    std::string args = "{}";
+    if (auto a = fn.find("arguments"); a != fn.end() && !a->is_null()) {
+        // Ollama sends an object; a string holding JSON (the OpenAI habit) is accepted as it is.
+        if (a->is_object()) args = dump(*a);
+        else if (a->is_string()) args = a->get<std::string>();
+        else bad_request(where + ".function.arguments must be an object", "messages");
+    }
+    out["function"] = {{"name", fn["name"]}, {"arguments", args}};
+    return out;
+}
+
+json openai_message(const json & m, size_t i) {
+    std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) bad_request(where + " must be an object", "messages");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) bad_request(where + ".role must be a string", "messages");
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+        bad_request(where + ".role '" + r + "' is not one of system, user, assistant, tool", "messages");
+    json out = {{"role", r}, {"content", ""}};
+    if (auto c = m.find("content"); c != m.end() && !c->is_null()) {
+        if (!c->is_string()) bad_request(where + ".content must be a string", "messages");
+        out["content"] = *c;
+    }
+    if (auto im = m.find("images"); im != m.end() && !im->is_null()) {
+        if (!im->is_array()) bad_request(where + ".images must be an array", "messages");
+        if (!im->empty()) bad_request(where + ".images are not supported: no vision models are served", "messages");
+    }
+    if (auto t = m.find("thinking"); t != m.end() && !t->is_null()) {
+        if (!t->is_string()) bad_request(where + ".thinking must be a string", "messages");
+        if (!t->get<std::string>().empty()) out["reasoning_content"] = *t;
+    }
+    if (auto tcs = m.find("tool_calls"); tcs != m.end() && !tcs->is_null()) {
+        if (!tcs->is_array()) bad_request(where + ".tool_calls must be an array", "messages");
+        json calls = json::array();
+        for (size_t k = 0; k < tcs->size(); ++k) calls.push_back(openai_tool_call((*tcs)[k], where + ".tool_calls[" + std::to_string(k) + "]"));
+        if (!calls.empty()) out["tool_calls"] = std::move(calls);
+    }
+    // A tool result names its tool with tool_name (older clients: name); templates read it as name.
+    for (const char * key : {"tool_name", "name"}) {
+        if (auto n = m.find(key); n != m.end() && n->is_string() && !n->get<std::string>().empty()) {
+            out["name"] = *n;
+            break;
+        }
+    }
+    if (auto id = m.find("tool_call_id"); id != m.end() && id->is_string()) out["tool_call_id"] = *id;
+    return out;
+}
+
+}  // namespace
+
+std::vector<common_chat_msg> read_messages(const json & body) {
+    auto it = body.find("messages");
+    if (it == body.end() || it->is_null()) return {};
+    if (!it->is_array()) bad_request("'messages' must be an array", "messages");
+    json converted = json::array();
+    for (size_t i = 0; i < it->size(); ++i) converted.push_back(openai_message((*it)[i], i));
+    try {
+        return common_chat_msgs_parse_oaicompat(to_common(converted));
+    } catch (const std::exception & e) {
+        bad_request(std::string("'messages': ") + e.what(), "messages");
+    }
+}
+
+std::vector<common_chat_tool> read_tools(const json & body) {
+    auto it = body.find("tools");
+    if (it == body.end() || it->is_null()) return {};
+    if (!it->is_array()) bad_request("'tools' must be an array", "tools");
+    json tools = *it;
+    for (auto & t : tools) {
+        // Some clients leave out type; every Ollama tool is a function.
+        if (t.is_object() && !t.contains("type")) t["type"] = "function";
+    }
+    try {
+        return common_chat_tools_parse_oaicompat(to_common(tools));
+    } catch (const std::exception & e) {
+        bad_request(std::string("'tools': ") + e.what(), "tools");
+    }
+}
+
+}  // namespace rc::api::ollama

@@ -1,0 +1,58 @@
+#pragma once
+// Pieces every Ollama route shares: model lookup and timed loading, keep_alive bookkeeping, Ollama's
+// time formats, and JSON / NDJSON responses.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "api/api_context.h"
+#include "api/json_fields.h"
+#include "engine/engine.h"
+#include "models/local_catalog.h"
+
+namespace rc::api::ollama {
+
+using steady = std::chrono::steady_clock;
+
+// RFC 3339 in UTC with nanoseconds, as Go writes time.Time: "2025-06-01T12:00:00.123456789Z".
+std::string rfc3339(std::chrono::system_clock::time_point t);
+std::string rfc3339_now();
+// Ollama durations are integer nanoseconds.
+long long ns_from_ms(double ms);
+long long ns_since(steady::time_point start);
+
+// Ollama names carry a tag; the loose file demo.gguf is "demo:latest".
+std::string display_name(const std::string & catalog_name);
+
+// The request's model name: body["model"], or the deprecated body["name"]; 400 when neither.
+std::string model_field(const json & body);
+
+// The catalog entry for `name`. 404 "model 'x' not found" for unknown names and for names this
+// server cannot hold yet (namespaces, tags other than latest): to a client both mean "pull it first".
+models::model_entry find_model(api_context & ctx, const std::string & name);
+
+struct acquired_model {
+    std::shared_ptr<engine::engine> eng;
+    std::chrono::nanoseconds load_time{0};  // time spent in acquire: the load, or ~0 when loaded
+};
+// Loads `name` if needed and records its keep_alive (absent: the 5-minute default; 0 is applied by
+// unload_if_asked after the response). Errors as find_model, plus 500 when the load fails.
+acquired_model acquire(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive);
+
+// keep_alive 0: unload `name` now that its response is produced. Never throws.
+void unload_if_asked(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive);
+
+// Applies keep_alive 0 when the handler's scope ends, however it ends.
+struct unload_guard {
+    api_context & ctx;
+    std::string name;
+    std::optional<std::chrono::nanoseconds> keep_alive;
+    ~unload_guard() { unload_if_asked(ctx, name, keep_alive); }
+};
+
+http_response json_response(const json & body, int status = 200);
+// One NDJSON line.
+std::string ndjson(const json & j);
+
+}  // namespace rc::api::ollama

@@ -1,0 +1,176 @@
+#include "api/server_routes.h"
+
+#include <json.h>
+
+#include "api/api_error.h"
+#include "api/json_fields.h"
+#include "engine/chat_format.h"
+#include "util/utf8.h"
+
+namespace rc::api {
+
+namespace {
+
+struct named_engine {
+    std::string name;
+    std::shared_ptr<engine::engine> engine;
+};
+
+// The model a request names, else the first loaded model, else the only servable one. Loads it when
+// needed (a model that is loading is not an error: the request waits). 400 when none can be chosen,
+// 404 when the name is unknown.
+named_engine resolve_model(api_context & ctx, const std::optional<std::string> & requested) {
+    std::string name;
+    if (requested) {
+        auto entry = ctx.models.catalog().find(*requested);
+        if (!entry) raise(entry.err());
+        name = entry->name;
+    } else if (auto loaded = ctx.models.loaded(); !loaded.empty()) {
+        name = loaded.front().name;
+    } else if (auto servable = ctx.models.catalog().list(); servable.size() == 1) {
+        name = servable.front().name;
+    } else {
+        bad_request("'model' is required: " + std::to_string(servable.size()) + " models are servable and none is loaded", "model");
+    }
+    auto e = ctx.models.acquire(name);
+    if (!e) raise(e.err());
+    return {name, e.value()};
+}
+
+http_response json_ok(const json & body) {
+    http_response r;
+    r.body = dump(body);
+    return r;
+}
+
+// llama-server's shape for a piece: the text when it is valid UTF-8, else its bytes.
+json piece_json(const std::string & piece) {
+    if (utf8::is_valid(piece)) return piece;
+    json bytes = json::array();
+    for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
+    return bytes;
+}
+
+http_response tokenize(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    auto content = opt_string(body, "content");
+    if (!content) bad_request("'content' is required and must be a string", "content");
+    bool add_special = opt_bool(body, "add_special").value_or(false);
+    bool with_pieces = opt_bool(body, "with_pieces").value_or(false);
+    auto m = resolve_model(ctx, opt_string(body, "model"));
+    const auto & model = m.engine->model();
+    // Like llama-server: special-token text ("<|im_start|>") becomes the special token.
+    auto tokens = model.tokenize(*content, add_special, true);
+    json out = json::array();
+    for (llama_token t : tokens) {
+        if (with_pieces) out.push_back({{"id", t}, {"piece", piece_json(model.token_to_piece(t, true))}});
+        else out.push_back(t);
+    }
+    return json_ok({{"tokens", out}});
+}
+
+http_response detokenize(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    auto it = body.find("tokens");
+    if (it == body.end() || it->is_null()) bad_request("'tokens' is required", "tokens");
+    if (!it->is_array()) bad_request("'tokens' must be an array of token ids", "tokens");
+    auto m = resolve_model(ctx, opt_string(body, "model"));
+    const auto & model = m.engine->model();
+    std::vector<llama_token> tokens;
+    for (const auto & t : *it) {
+        if (!t.is_number_integer() || !model.valid_token(t.get<llama_token>()))
+            bad_request("'tokens' must be integers within the vocabulary (0.." + std::to_string(model.info().n_vocab - 1) + ")", "tokens");
+        tokens.push_back(t.get<llama_token>());
+    }
+    return json_ok({{"content", model.detokenize(tokens, true)}});
+}
+
+http_response apply_template(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    auto messages = body.find("messages");
+    if (messages == body.end() || messages->is_null()) bad_request("'messages' is required", "messages");
+    if (!messages->is_array() || messages->empty()) bad_request("'messages' must be a non-empty array", "messages");
+    json msgs = *messages;
+    for (size_t i = 0; i < msgs.size(); ++i) {
+        if (!msgs[i].is_object() || !msgs[i].contains("role") || !msgs[i]["role"].is_string())
+            bad_request("messages[" + std::to_string(i) + "] must be an object with a string 'role'", "messages");
+        if (msgs[i]["role"] == "developer") msgs[i]["role"] = "system";  // as the chat route does
+    }
+    engine::chat_input in;
+    try {
+        in.messages = common_chat_msgs_parse_oaicompat(common_json::parse(dump(msgs)));
+    } catch (const std::exception & e) {
+        bad_request(std::string("'messages': ") + e.what(), "messages");
+    }
+    if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
+        if (!tools->is_array()) bad_request("'tools' must be an array", "tools");
+        try {
+            in.tools = common_chat_tools_parse_oaicompat(common_json::parse(dump(*tools)));
+        } catch (const std::exception & e) {
+            bad_request(std::string("'tools': ") + e.what(), "tools");
+        }
+    }
+    if (auto v = opt_bool(body, "add_generation_prompt")) in.add_generation_prompt = *v;
+    auto m = resolve_model(ctx, opt_string(body, "model"));
+    auto rendered = engine::render_chat(m.engine->model(), in);
+    if (!rendered) raise(rendered.err());
+    return json_ok({{"prompt", rendered->text}});
+}
+
+std::string build_string(const api_options & o) {
+    return "rustycage " + o.version + (o.llama_commit.empty() ? std::string() : " (llama.cpp " + o.llama_commit + ")");
+}
+
+http_response props(api_context & ctx, const http_request & req) {
+    std::optional<std::string> requested;
+    if (auto it = req.query.find("model"); it != req.query.end() && !it->second.empty()) requested = it->second;
+    auto m = resolve_model(ctx, requested);
+    const auto & model = m.engine->model();
+    auto token_text = [&](llama_token t) { return t == LLAMA_TOKEN_NULL ? std::string() : model.token_to_piece(t, true); };
+    std::string tmpl = model.templates() ? common_chat_templates_source(model.templates()) : std::string();
+    json out = {
+        {"model", m.name},
+        {"model_path", model.path()},
+        {"n_ctx", m.engine->n_ctx()},
+        {"total_slots", ctx.opts.n_parallel},
+        {"default_generation_settings", {{"model", m.name}, {"n_ctx", m.engine->n_ctx()}}},
+        {"chat_template", tmpl},
+        {"bos_token", token_text(llama_vocab_bos(model.vocab()))},
+        {"eos_token", token_text(llama_vocab_eos(model.vocab()))},
+        {"is_embedding", m.engine->is_embedding()},
+        {"modalities", {{"vision", false}, {"audio", false}}},
+        {"build_info", build_string(ctx.opts)},
+        {"version", ctx.opts.version},
+        {"llama_commit", ctx.opts.llama_commit},
+    };
+    return json_ok(out);
+}
+
+http_response metadata(api_context & ctx) {
+    json served = json::array(), info = json::array(), loaded = json::array();
+    for (const auto & e : ctx.models.catalog().list()) {
+        served.push_back(e.name);
+        info.push_back({{"shortName", e.name}, {"sizeBytes", e.size_bytes}});  // NIM's modelInfo entries
+    }
+    for (const auto & l : ctx.models.loaded()) loaded.push_back(l.name);
+    return json_ok({{"version", ctx.opts.version},
+                    {"api", "v1"},
+                    {"build", {{"version", ctx.opts.version}, {"llama_commit", ctx.opts.llama_commit}, {"build_info", build_string(ctx.opts)}}},
+                    {"modelInfo", info},
+                    {"served_models", served},
+                    {"loaded_models", loaded}});
+}
+
+}  // namespace
+
+std::vector<route> server_routes(api_context & ctx) {
+    return {
+        {"GET", "/v1/metadata", [&ctx](const http_request &) { return metadata(ctx); }},
+        {"POST", "/tokenize", [&ctx](const http_request & req) { return tokenize(ctx, req); }},
+        {"POST", "/detokenize", [&ctx](const http_request & req) { return detokenize(ctx, req); }},
+        {"POST", "/apply-template", [&ctx](const http_request & req) { return apply_template(ctx, req); }},
+        {"GET", "/props", [&ctx](const http_request & req) { return props(ctx, req); }},
+    };
+}
+
+}  // namespace rc::api

@@ -1,0 +1,68 @@
+#include "metrics/family.h"
+
+#include "metrics/registry.h"
+#include "metrics/text_format.h"
+
+namespace rc::metrics {
+
+void family_base::write_header(std::string & out) const {
+    out += "# HELP ";
+    out += name_;
+    out += ' ';
+    out += escape_help(help_);
+    out += "\n# TYPE ";
+    out += name_;
+    out += ' ';
+    out += metric_type_name(type_);
+    out += '\n';
+}
+
+namespace {
+
+void write_sample(std::string & out, const std::string & name, const std::vector<std::string> & label_names,
+                  const std::vector<std::string> & values, double v) {
+    out += name;
+    append_labels(out, label_names, values);
+    out += ' ';
+    out += format_value(v);
+    out += '\n';
+}
+
+}  // namespace
+
+template <class T>
+void family<T>::write(std::string & out, const scrape_sink &) const {
+    std::shared_lock lock(mutex_);
+    if (children_.empty()) return;
+    write_header(out);
+    for (const auto & [values, child] : children_) {
+        if constexpr (std::is_same_v<T, histogram>) {
+            auto snap = child->collect();
+            const std::string bucket = name() + "_bucket";
+            for (size_t i = 0; i <= bounds_.size(); ++i) {
+                out += bucket;
+                append_labels(out, label_names(), values, "le", i < bounds_.size() ? format_value(bounds_[i]) : "+Inf");
+                out += ' ';
+                out += std::to_string(snap.cumulative[i]);
+                out += '\n';
+            }
+            write_sample(out, name() + "_sum", label_names(), values, snap.sum);
+            write_sample(out, name() + "_count", label_names(), values, static_cast<double>(snap.count));
+        } else {
+            write_sample(out, name(), label_names(), values, child->value());
+        }
+    }
+}
+
+template class family<counter>;
+template class family<gauge>;
+template class family<histogram>;
+
+void collected_family::write(std::string & out, const scrape_sink & scraped) const {
+    const auto * samples = scraped.samples(*this);
+    if (!samples || samples->empty()) return;
+    write_header(out);
+    for (const auto & [values, v] : *samples) write_sample(out, name(), label_names(), values, v);
+}
+
+}  // namespace rc::metrics
