@@ -337,4 +337,21 @@ describe('openai client', { timeout: 1_800_000 }, () => {
     const ok = await client.chat.completions.create({ model: 'demo', messages: user('still there?'), max_tokens: 2 });
     assert.equal(ok.object, 'chat.completion');
   });
+  it('responses.create (the Responses API), plain and streamed', async () => {
+    const r = await client.responses.create({ model: 'demo', instructions: 'Be brief.', input: 'Hello', max_output_tokens: 6 });
+    assert.equal(r.object, 'response');
+    assert.equal(typeof r.output_text, 'string');
+    assert.ok(r.output_text.length > 0);
+    assert.equal(r.usage.output_tokens, 6);
+    const stream = await client.responses.create({ model: 'demo', input: 'Hi', max_output_tokens: 4, stream: true });
+    const types = [];
+    let text = '';
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+    }
+    assert.equal(types[0], 'response.created');
+    assert.ok(['response.completed', 'response.incomplete'].includes(types.at(-1)), types.at(-1));
+    assert.ok(text.length > 0);
+  });
 });

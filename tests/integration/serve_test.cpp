@@ -297,3 +297,43 @@ TEST(serve_cli, sigterm_stops_the_server_cleanly) {
     ASSERT_TRUE(s.started());
     EXPECT_EQ(s.stop(SIGTERM), 0);
 }
+
+TEST_F(serve, responses_api_plain_streamed_and_structured) {
+    json r = post("/v1/responses", {{"model", "demo"}, {"instructions", "Be brief."}, {"input", "Hello"}, {"max_output_tokens", 5}, {"temperature", 0}});
+    EXPECT_EQ(r["object"], "response");
+    EXPECT_EQ(r["status"], "incomplete");
+    EXPECT_EQ(r["incomplete_details"]["reason"], "max_output_tokens");
+    ASSERT_EQ(r["output"].size(), 1u);
+    EXPECT_EQ(r["output"][0]["type"], "message");
+    EXPECT_EQ(r["output"][0]["content"][0]["type"], "output_text");
+    EXPECT_FALSE(r["output"][0]["content"][0]["text"].get<std::string>().empty());
+    EXPECT_EQ(r["usage"]["output_tokens"], 5);
+
+    json s = {{"model", "demo"}, {"input", json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_text"}, {"text", "Hi"}}})}}})},
+              {"max_output_tokens", 4}, {"stream", true}};
+    auto res = client().Post("/v1/responses", s.dump(), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200);
+    std::istringstream in(res->body);
+    std::string line, deltas;
+    std::vector<std::string> types;
+    int expected_seq = 0;
+    while (std::getline(in, line)) {
+        if (line.rfind("data: ", 0) != 0) continue;
+        json ev = json::parse(line.substr(6));
+        EXPECT_EQ(ev["sequence_number"], expected_seq++);
+        types.push_back(ev["type"]);
+        if (ev["type"] == "response.output_text.delta") deltas += ev["delta"].get<std::string>();
+    }
+    ASSERT_GE(types.size(), 4u);
+    EXPECT_EQ(types.front(), "response.created");
+    EXPECT_TRUE(types.back() == "response.completed" || types.back() == "response.incomplete") << types.back();
+    EXPECT_FALSE(deltas.empty());
+
+    json structured = post("/v1/responses", {{"model", "demo"}, {"input", "A person"}, {"max_output_tokens", 200}, {"temperature", 1.0}, {"seed", 3},
+                                             {"text", {{"format", {{"type", "json_schema"}, {"name", "p"},
+                                                                    {"schema", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}, {"required", {"n"}}}}}}}}});
+    json parsed = json::parse(structured["output"][0]["content"][0]["text"].get<std::string>(), nullptr, false);
+    EXPECT_TRUE(parsed.is_object() && parsed["n"].is_number_integer()) << structured.dump();
+    EXPECT_EQ(post("/v1/responses", {{"model", "demo"}, {"input", "x"}, {"previous_response_id", "resp_1"}}, 400)["error"]["param"], "previous_response_id");
+}

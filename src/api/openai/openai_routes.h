@@ -10,6 +10,7 @@ namespace rc::api::openai {
 route chat_completions_route(api_context & ctx);
 route completions_route(api_context & ctx);
 route embeddings_route(api_context & ctx);
+route responses_route(api_context & ctx);
 std::vector<route> models_routes(api_context & ctx);
 
 inline std::vector<route> all_routes(api_context & ctx) {
@@ -17,6 +18,7 @@ inline std::vector<route> all_routes(api_context & ctx) {
     r.push_back(chat_completions_route(ctx));
     r.push_back(completions_route(ctx));
     r.push_back(embeddings_route(ctx));
+    r.push_back(responses_route(ctx));
     return r;
 }
 
