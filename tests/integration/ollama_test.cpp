@@ -386,6 +386,8 @@ TEST_F(ollama, empty_prompts_load_and_unload_as_ps_shows) {
     }
     EXPECT_EQ(entry["model"], "demo:latest");
     EXPECT_EQ(entry["context_length"], 4096);
+    EXPECT_EQ(entry["kv_tiers"]["context"]["cells_total"], 4096) << entry.dump();
+    EXPECT_TRUE(entry["kv_tiers"]["host"]["budget"].is_number_integer()) << "serve enables the host tier by default";
     EXPECT_GT(entry["size"].get<long long>(), 0);
     EXPECT_TRUE(entry["size_vram"] == 0 || entry["size_vram"] == entry["size"]);
     EXPECT_EQ(entry["details"]["family"], "qwen2");

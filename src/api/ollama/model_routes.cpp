@@ -59,6 +59,20 @@ http_response show(api_context & ctx, const http_request & req) {
     return json_response(out);
 }
 
+// Rustycage's addition to /api/ps: where each model's KV lives (clients ignore unknown fields).
+json kv_tiers_json(const engine::engine & e) {
+    auto st = e.stats();
+    json t = {{"context", {{"cells_used", st.kv_cells_used}, {"cells_cached", st.kv_cells_cached}, {"cells_total", st.n_ctx},
+                           {"idle_conversations", st.idle_sequences}}}};
+    if (const kv::kv_manager * kv = e.kv()) {
+        const auto & o = kv->options();
+        t["block_size"] = o.block_size;
+        if (kv->host_enabled()) t["host"] = {{"bytes", kv->host_bytes()}, {"budget", o.host_budget}, {"blocks", kv->host_blocks()}};
+        if (kv->disk_enabled()) t["disk"] = {{"bytes", kv->disk_bytes()}, {"budget", o.disk_budget}, {"blocks", kv->disk_blocks()}};
+    }
+    return t;
+}
+
 std::chrono::system_clock::time_point expires_at(const models::loaded_model & lm) {
     using clock = std::chrono::system_clock;
     if (lm.keep_alive == keep_alive_forever) return clock::time_point::max();
@@ -87,6 +101,7 @@ http_response ps(api_context & ctx) {
                           {"expires_at", rfc3339(expires_at(lm))},
                           {"size_vram", on_gpu ? size : 0},
                           {"context_length", lm.engine->n_ctx()}});
+        models.back()["kv_tiers"] = kv_tiers_json(*lm.engine);
     }
     return json_response(json{{"models", models}});
 }
