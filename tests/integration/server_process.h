@@ -104,4 +104,15 @@ class server_process {
     int exit_code_ = -1;
 };
 
+// Polls `pred` every 10 ms for up to `deadline` (no fixed sleeps in tests).
+template <typename F>
+bool eventually_true(F pred, std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
+    auto until = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < until) {
+        if (pred()) return true;
+        usleep(10000);
+    }
+    return pred();
+}
+
 }  // namespace rc::test
