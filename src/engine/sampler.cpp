@@ -55,6 +55,11 @@ result<sampler_ptr> make_sampler(const llama::model & m, const sampling_params &
     }
 
     if (!c.empty()) {
+        // Parse once on our own first: common_sampler_init leaks its half-built chain when it throws
+        // on a grammar that does not parse (pinned llama.cpp), and a client can send one at will.
+        llama_sampler * probe = llama_sampler_init_grammar(m.vocab(), c.grammar.c_str(), "root");
+        if (!probe) return make_error(errc::invalid_argument, "grammar does not parse");
+        llama_sampler_free(probe);
         s.grammar = common_grammar(c.type, c.grammar);
         s.grammar_lazy = c.lazy;
         s.generation_prompt = c.generation_prompt;
