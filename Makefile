@@ -51,3 +51,14 @@ sanitize:
 
 clean:
 	rm -rf $(BUILD)
+
+# Benchmarks against llama-server built from the same pinned llama.cpp (bench/README.md,
+# docs/BENCHMARKS.md). `make bench` is the quick mode; GPU=cuda runs it on the CUDA backend.
+BENCH_ARGS ?=
+BENCH_GPU = $(if $(filter-out cpu,$(GPU)),--gpu $(GPU))
+.PHONY: bench bench-full
+bench: build
+	@bench/run.sh --quick --build $(BUILD) $(BENCH_GPU) $(BENCH_ARGS)
+
+bench-full: build
+	@bench/run.sh --full --build $(BUILD) $(BENCH_GPU) $(BENCH_ARGS)

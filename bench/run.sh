@@ -1,0 +1,406 @@
+#!/usr/bin/env bash
+# Side-by-side benchmarks: Rustycage against llama-server built from the same pinned llama.cpp, same
+# model (bench-1b), same threads, context size and parallelism. See bench/README.md.
+#
+#   bench/run.sh [--quick|--full|--smoke] [--gpu cuda|vulkan] [--build DIR] [--reps N] [--only LIST] [--out DIR]
+#                [--wait-quiet SECONDS]
+#
+# Writes docs/bench/results.json, results.md and PNG plots (docs/bench/<backend>/ for --gpu), and
+# regenerates docs/BENCHMARKS.md. --only takes a comma-separated subset of the groups
+# core,kv,disk,tiering (default: all). --smoke checks the harness itself with tiny sizes and 2
+# repetitions in a few minutes; it writes to a temporary directory (or --out), never to docs/.
+# --wait-quiet waits up to SECONDS for a quiet machine (1-minute load < 0.7, no compiler, ctest or
+# other rustycage running) before measuring; the report says whether the run was taken under load.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,kv,disk,tiering outdir=""
+cmdline="bench/run.sh $*"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) mode=quick ;;
+        --full) mode=full ;;
+        --smoke) mode=smoke ;;
+        --gpu) backend=$2; shift ;;
+        --build) build=$2; shift ;;
+        --reps) reps=$2; shift ;;
+        --only) only=$2; shift ;;
+        --out) outdir=$2; shift ;;
+        --wait-quiet) wait_quiet=$2; shift ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        *) echo "bench/run.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -n "$reps" ] || { [ "$mode" = smoke ] && reps=2 || reps=5; }
+[ "$reps" -ge 1 ] || { echo "bench/run.sh: --reps must be >= 1" >&2; exit 2; }
+case "$backend" in cpu|cuda|vulkan|metal) ;; *) echo "bench/run.sh: --gpu must be cuda, vulkan or metal" >&2; exit 2 ;; esac
+docs_page=docs/BENCHMARKS.md
+if [ "$mode" = smoke ]; then docs_page=""; fi
+if [ -z "$outdir" ]; then
+    if [ "$mode" = smoke ]; then outdir=$(mktemp -d /tmp/rc-bench-smoke.XXXXXX)
+    elif [ "$backend" = cpu ]; then outdir=docs/bench
+    else outdir=docs/bench/$backend; fi
+fi
+
+log() { echo "[bench] $*" >&2; }
+die() { echo "[bench] error: $*" >&2; exit 1; }
+has_group() { [[ ",$only," == *",$1,"* ]]; }
+
+# ---------------------------------------------------------------- sizes per mode
+threads=2
+# Quick mode keeps the sizes the targets are defined on (prefill 512/2048, decode 1/4/8/16 streams)
+# and shrinks the rest to fit a few minutes per group on 2 cores; full mode uses the sizes of the
+# issue (2k-token resume, 1.5k shared prefix with 6+ conversations, ...) and longer generations.
+if [ "$mode" = smoke ]; then
+    prefill_sizes="64"; decode_streams="1 2"; decode_gen=8; decode_prompt=16
+    mixed_streams=2; mixed_long=1; mixed_long_tokens=128; mixed_interval=200
+    rps_requests=4; rps_conc="2"
+    rss_convs=2; rss_conc=2; rss_prompt=32; rss_gen=4
+    resume_a=128; resume_b=32
+    shared_convs=2; shared_s=128; shared_u=32
+    disk_a=128
+    noreuse_count=2; noreuse_conc=2; noreuse_prompt=32; noreuse_gen=4
+    kv_extra_servers="rustycage-recompute"
+elif [ "$mode" = quick ]; then
+    prefill_sizes="512 2048"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
+    mixed_streams=4; mixed_long=1; mixed_long_tokens=1024; mixed_interval=500
+    rps_requests=16; rps_conc="4"
+    rss_convs=4; rss_conc=4; rss_prompt=128; rss_gen=16
+    resume_a=2048; resume_b=128
+    shared_convs=6; shared_s=768; shared_u=128
+    disk_a=1024
+    noreuse_count=4; noreuse_conc=4; noreuse_prompt=128; noreuse_gen=16
+    kv_extra_servers=""
+else
+    prefill_sizes="128 512 2048 4096"; decode_streams="1 2 4 8 16"; decode_gen=128; decode_prompt=32
+    mixed_streams=8; mixed_long=4; mixed_long_tokens=2048; mixed_interval=1500
+    rps_requests=64; rps_conc="1 4 16"
+    rss_convs=32; rss_conc=8; rss_prompt=256; rss_gen=32
+    resume_a=2048; resume_b=256
+    shared_convs=8; shared_s=1536; shared_u=256
+    disk_a=2048
+    noreuse_count=32; noreuse_conc=4; noreuse_prompt=512; noreuse_gen=64
+    kv_extra_servers="rustycage-recompute"
+fi
+core_ctx=16384 core_parallel=16
+kv_ctx=8192
+
+gpu_rc=() gpu_ls=()
+if [ "$backend" != cpu ]; then gpu_rc=(--gpu-layers -1); gpu_ls=(-ngl 999); fi
+
+# ---------------------------------------------------------------- tools, binaries, model
+ensure_gnuplot() {
+    command -v gnuplot >/dev/null && return 0
+    log "installing gnuplot-nox for the plots"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    if ! { DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null 2>&1 \
+        || { "${sudo[@]}" apt-get update -qq >/dev/null 2>&1 \
+             && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null 2>&1; }; }; then
+        log "warning: gnuplot-nox could not be installed; results without plots"
+    fi
+}
+command -v node >/dev/null || die "node is needed for the report (scripts/setup.sh installs it)"
+command -v curl >/dev/null || die "curl is needed (scripts/setup.sh installs it)"
+ensure_gnuplot
+
+rustycage=$build/bin/rustycage mkmodel=$build/bin/rustycage-mkmodel rcbench=$build/bin/rc-bench
+for b in "$rustycage" "$mkmodel" "$rcbench"; do
+    [ -x "$b" ] || die "$b is missing: build first (make build$( [ "$backend" = cpu ] || echo " GPU=$backend"), or --build DIR)"
+done
+if [ "$backend" != cpu ] && ! grep -qi "^RUSTYCAGE_${backend}:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
+    die "$build is not a $backend build: make bench GPU=$backend builds one (or pass --build DIR)"
+fi
+log "llama-server ($backend) from the pinned tree (first time: several minutes)"
+llama_build=$(scripts/llama.sh server "$backend") || die "building llama-server failed"
+llama_server=$llama_build/bin/llama-server
+[ -x "$llama_server" ] || die "$llama_server missing after scripts/llama.sh server"
+
+cache=${RUSTYCAGE_CACHE:-$HOME/.cache/rustycage}
+model_dir=$cache/models
+model=$model_dir/bench-1b.gguf
+if [ ! -f "$model" ]; then
+    log "generating bench-1b into $model"
+    mkdir -p "$model_dir"
+    "$mkmodel" --preset bench-1b --out "$model" >&2
+fi
+
+work=$(mktemp -d /tmp/rc-bench.XXXXXX)
+raw=$work/raw.jsonl
+: >"$raw"
+mkdir -p "$work/models"
+ln -s "$model" "$work/models/bench-1b.gguf"
+
+# ---------------------------------------------------------------- servers
+declare -A srv_pid srv_url srv_log srv_cmd
+cur_group=""
+cleanup() {
+    for name in "${!srv_pid[@]}"; do stop_server "$name"; done
+    rm -rf "$work/models" "$work"/kvdisk-* 2>/dev/null || true
+    log "server logs and raw results kept in $work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$((20000 + RANDOM % 40000))
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    done
+    die "no free port found"
+}
+
+wait_healthy() {  # name
+    local name=$1 deadline=$((SECONDS + 300))
+    while [ $SECONDS -lt $deadline ]; do
+        kill -0 "${srv_pid[$name]}" 2>/dev/null || { tail -20 "${srv_log[$name]}" >&2; die "$name exited during start"; }
+        if [ -n "${srv_url[$name]:-}" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "${srv_url[$name]}/health" || true)" = 200 ]; then return 0; fi
+        sleep 0.2
+    done
+    die "$name did not become healthy (see ${srv_log[$name]})"
+}
+
+# start_rustycage NAME CTX PARALLEL [extra flags...]
+start_rustycage() {
+    local name=$1 ctx=$2 par=$3; shift 3
+    local port; port=$(free_port)
+    local args=(serve --host 127.0.0.1 --models-dir "$work/models" --preload bench-1b --ctx-size "$ctx" --parallel "$par"
+                --threads "$threads" --openai-port "$port" --ollama-port -1 "${gpu_rc[@]}" "$@")
+    srv_log[$name]=$work/$name.log
+    srv_cmd[$name]="rustycage ${args[*]}"
+    "$rustycage" "${args[@]}" >"${srv_log[$name]}" 2>&1 &
+    srv_pid[$name]=$!
+    srv_url[$name]=http://127.0.0.1:$port
+    wait_healthy "$name"
+    log "started $name (pid ${srv_pid[$name]}): ${srv_cmd[$name]}"
+}
+
+# start_llama NAME CTX PARALLEL [extra flags...]
+start_llama() {
+    local name=$1 ctx=$2 par=$3; shift 3
+    local port; port=$(free_port)
+    # --kv-unified: Rustycage's --ctx-size is one cell pool shared by all sequences; llama-server at
+    # this commit splits -c into -np slices unless -kvu is given (or -np is auto). -fa off: Rustycage's
+    # default (llama-server's is auto = on for CPU).
+    local args=(-m "$model" -c "$ctx" -np "$par" -t "$threads" --host 127.0.0.1 --port "$port" --kv-unified -fa off
+                --no-webui "${gpu_ls[@]}" "$@")
+    srv_log[$name]=$work/$name.log
+    srv_cmd[$name]="llama-server ${args[*]}"
+    "$llama_server" "${args[@]}" >"${srv_log[$name]}" 2>&1 &
+    srv_pid[$name]=$!
+    srv_url[$name]=http://127.0.0.1:$port
+    wait_healthy "$name"
+    log "started $name (pid ${srv_pid[$name]}): ${srv_cmd[$name]}"
+}
+
+# Rustycage's /metrics says where prompt tokens came from (computed, context, host, disk): recorded per
+# group and server before it stops, so the report shows that a tier actually served the resumes.
+kv_sources() {  # name
+    local name=$1 text
+    text=$(curl -s --max-time 5 "${srv_url[$name]}/metrics" 2>/dev/null | grep '^rustycage_kv_prompt_tokens_total{' || true)
+    [ -n "$text" ] || return 0
+    printf '{"group":"%s","server":"%s","sources":{%s}}\n' "$cur_group" "$name" \
+        "$(echo "$text" | sed -E 's/.*source="([a-z]+)".*\} ([0-9.e+]+)$/"\1":\2/' | paste -sd, -)" >>"$work/kv_sources.jsonl"
+}
+
+stop_server() {  # name
+    local name=$1 pid=${srv_pid[$1]:-}
+    [ -n "$pid" ] || return 0
+    [[ "$name" != rustycage* ]] || kv_sources "$name"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    unset "srv_pid[$name]"
+}
+
+targets() {  # names... -> --target NAME=URL ...
+    local n
+    for n in "$@"; do printf -- '--target %s=%s ' "$n" "${srv_url[$n]}"; done
+}
+
+failures=0
+bench() {  # scenario [rc-bench args...]
+    # shellcheck disable=SC2068
+    "$rcbench" "$@" --model bench-1b --out "$raw" || { failures=$((failures + 1)); log "warning: rc-bench $1 reported failures"; }
+}
+
+# rss_record NAME VARIANT REP: one line in the raw results with the server's memory.
+rss_record() {
+    local name=$1 variant=$2 rep=$3 pid=${srv_pid[$1]}
+    local rss anon hwm
+    rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    anon=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    if [ -z "$rss" ] || [ -z "$anon" ] || [ -z "$hwm" ]; then log "warning: no memory figures for $name (pid $pid)"; return 0; fi
+    printf '{"scenario":"rss","variant":"%s","server":"%s","rep":%d,"ok":true,"metrics":{"rss_mib":{"value":%s,"unit":"MiB","better":"lower"},"rss_anon_mib":{"value":%s,"unit":"MiB","better":"lower"},"peak_rss_mib":{"value":%s,"unit":"MiB","better":"lower"}}}\n' \
+        "$variant" "$name" "$rep" "$(awk "BEGIN{print $rss/1024}")" "$(awk "BEGIN{print $anon/1024}")" "$(awk "BEGIN{print $hwm/1024}")" >>"$raw"
+}
+
+servers_json=$work/servers.jsonl
+: >"$servers_json"
+note_servers() {  # group names...
+    local g=$1 n; shift
+    for n in "$@"; do
+        printf '{"group":"%s","server":"%s","command":%s}\n' "$g" "$n" "$(node -e 'console.log(JSON.stringify(process.argv[1]))' "${srv_cmd[$n]}")" >>"$servers_json"
+    done
+}
+
+busy_count() { pgrep -c -x 'cc1plus|ctest|rustycage|llama-server' 2>/dev/null || true; }
+quiet_now() { awk '{exit !($1 < 0.7)}' /proc/loadavg && [ "$(busy_count)" = 0 ]; }
+if [ "$wait_quiet" -gt 0 ] && ! quiet_now; then
+    log "waiting up to ${wait_quiet}s for a quiet machine (load $(cut -d' ' -f1 /proc/loadavg), $(busy_count) busy processes)"
+    deadline=$((SECONDS + wait_quiet))
+    while [ $SECONDS -lt $deadline ] && ! quiet_now; do sleep 10; done
+    quiet_now && log "quiet: starting" || log "still not quiet: measuring anyway (the report will say so)"
+fi
+
+t_start=$SECONDS
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+busy_before=$(busy_count)
+
+# ---------------------------------------------------------------- group: core (engine vs engine, caches off)
+if has_group core; then
+    cur_group=core
+    log "== core: prefill, decode, mixed load, HTTP, RSS (prompt caches off on both) =="
+    start_rustycage rustycage "$core_ctx" "$core_parallel" --kv-cached-sequences 0 --kv-host-budget 0
+    start_llama llama-server "$core_ctx" "$core_parallel" --cache-ram 0
+    note_servers core rustycage llama-server
+    T=$(targets rustycage llama-server)
+    # shellcheck disable=SC2086
+    bench warmup $T --reps 1
+    for s in rustycage llama-server; do rss_record "$s" "loaded" 0; done
+    for n in $prefill_sizes; do
+        # shellcheck disable=SC2086
+        bench prefill $T --reps "$reps" --variant "prompt=$n" --prompt-tokens "$n"
+    done
+    for k in $decode_streams; do
+        # shellcheck disable=SC2086
+        bench decode $T --reps "$reps" --variant "streams=$k" --streams "$k" --gen-tokens "$decode_gen" --prompt-tokens "$decode_prompt"
+    done
+    # shellcheck disable=SC2086
+    bench mixed $T --reps "$reps" --variant "streams=$mixed_streams,long=${mixed_long}x$mixed_long_tokens" \
+        --streams "$mixed_streams" --long-count "$mixed_long" --long-tokens "$mixed_long_tokens" --interval-ms "$mixed_interval"
+    for c in $rps_conc; do
+        # shellcheck disable=SC2086
+        bench rps $T --reps "$reps" --variant "concurrency=$c" --requests "$rps_requests" --concurrency "$c"
+    done
+    for r in $(seq 0 $((reps - 1))); do
+        # shellcheck disable=SC2086
+        bench conversations $T --reps 1 --rep-offset "$r" --variant "rss,count=$rss_convs" --count "$rss_convs" --concurrency "$rss_conc" \
+            --prompt-tokens "$rss_prompt" --gen-tokens "$rss_gen"
+        for s in rustycage llama-server; do rss_record "$s" "after ${rss_convs}..$((rss_convs * reps)) conversations" "$r"; done
+    done
+    stop_server rustycage; stop_server llama-server
+fi
+
+# ---------------------------------------------------------------- group: kv (host tier vs --cache-ram vs recompute)
+if has_group kv; then
+    cur_group=kv
+    log "== kv: resume after eviction, shared system prompt (one slot) =="
+    start_rustycage rustycage "$kv_ctx" 1 --kv-cached-sequences 0 --kv-host-budget 2GiB
+    start_llama llama-server "$kv_ctx" 1 --cache-ram 2048
+    start_llama llama-server-recompute "$kv_ctx" 1 --cache-ram 0
+    names=(rustycage llama-server llama-server-recompute)
+    if [[ " $kv_extra_servers " == *" rustycage-recompute "* ]]; then
+        start_rustycage rustycage-recompute "$kv_ctx" 1 --kv-cached-sequences 0 --kv-host-budget 0
+        names+=(rustycage-recompute)
+    fi
+    note_servers kv "${names[@]}"
+    T=$(targets "${names[@]}")
+    # shellcheck disable=SC2086
+    bench warmup $T --reps 1
+    # shellcheck disable=SC2086
+    bench resume $T --reps "$reps" --variant "A=$resume_a,B=$resume_b" --a-tokens "$resume_a" --b-tokens "$resume_b"
+    # shellcheck disable=SC2086
+    bench shared $T --reps "$reps" --variant "convs=$shared_convs,shared=$shared_s,unique=$shared_u" \
+        --convs "$shared_convs" --shared-tokens "$shared_s" --unique-tokens "$shared_u"
+    for s in "${names[@]}"; do stop_server "$s"; done
+fi
+
+# ---------------------------------------------------------------- group: disk (resume after a restart)
+if has_group disk; then
+    cur_group=disk
+    log "== disk: resume after a server restart (Rustycage disk tier vs llama-server recompute) =="
+    kvdir=$work/kvdisk-restart
+    variant="restart,A=$disk_a"
+    for r in $(seq 0 $((reps - 1))); do
+        for s in rustycage llama-server; do
+            for phase in 1 2; do
+                if [ $s = rustycage ]; then
+                    start_rustycage rustycage "$kv_ctx" 1 --kv-cached-sequences 0 --kv-host-budget 2GiB --kv-disk-dir "$kvdir"
+                else
+                    start_llama llama-server "$kv_ctx" 1
+                fi
+                [ "$r$phase" = 01 ] && note_servers disk "$s"
+                # The resumed request must not be the first one after start (first-call page faults and
+                # allocations); a warm-up of unrelated tokens goes first on both servers.
+                # shellcheck disable=SC2046
+                [ "$phase" = 2 ] && bench warmup $(targets "$s") --reps 1
+                # shellcheck disable=SC2046
+                bench resume $(targets "$s") --reps 1 --rep-offset "$r" --variant "$variant" --a-tokens "$disk_a" --b-tokens 0 --phase "$phase"
+                stop_server "$s"
+                # Cold read: drop the page cache of the block files (not of the model).
+                if [ -d "$kvdir" ]; then
+                    find "$kvdir" -type f -exec dd of={} oflag=nocache conv=notrunc,fdatasync count=0 status=none \; 2>/dev/null || true
+                fi
+            done
+        done
+    done
+    rm -rf "$kvdir"
+    if [ "$mode" = full ]; then
+        log "== disk: resume beyond the host budget (no restart) =="
+        cur_group=disk-spill
+        kvdir=$work/kvdisk-spill
+        start_rustycage rustycage "$kv_ctx" 1 --kv-cached-sequences 0 --kv-host-budget 16MiB --kv-disk-dir "$kvdir"
+        start_llama llama-server "$kv_ctx" 1 --cache-ram 16
+        note_servers disk-spill rustycage llama-server
+        # shellcheck disable=SC2046
+        bench resume $(targets rustycage llama-server) --reps "$reps" --variant "host budget 16MiB,A=$disk_a" --a-tokens "$disk_a" --b-tokens "$resume_b"
+        stop_server rustycage; stop_server llama-server
+        rm -rf "$kvdir"
+    fi
+fi
+
+# ---------------------------------------------------------------- group: tiering (overhead with no reuse)
+if has_group tiering; then
+    cur_group=tiering
+    log "== tiering: no-reuse throughput with tiering on vs off =="
+    start_rustycage rustycage "$kv_ctx" 4 --kv-host-budget 2GiB
+    start_rustycage rustycage-tiering-off "$kv_ctx" 4 --kv-cached-sequences 0 --kv-host-budget 0
+    start_llama llama-server "$kv_ctx" 4 --cache-ram 2048
+    names=(rustycage rustycage-tiering-off llama-server)
+    note_servers tiering "${names[@]}"
+    T=$(targets "${names[@]}")
+    # shellcheck disable=SC2086
+    bench warmup $T --reps 1
+    for r in $(seq 0 $((reps - 1))); do
+        # shellcheck disable=SC2086
+        bench conversations $T --reps 1 --rep-offset "$r" --variant "no-reuse,count=$noreuse_count" --count "$noreuse_count" \
+            --concurrency "$noreuse_conc" --prompt-tokens "$noreuse_prompt" --gen-tokens "$noreuse_gen"
+        for s in "${names[@]}"; do rss_record "$s" "tiering: after ${noreuse_count}..$((noreuse_count * reps)) conversations" "$r"; done
+    done
+    for s in "${names[@]}"; do stop_server "$s"; done
+fi
+
+# ---------------------------------------------------------------- report
+elapsed=$((SECONDS - t_start))
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+meta=$work/meta.json
+node -e '
+const [cmd, mode, backend, reps, threads, elapsed, loadBefore, loadAfter, busy, llamaCommit, llamaBuild] = process.argv.slice(1);
+console.log(JSON.stringify({command: cmd, mode, backend, reps: +reps, threads: +threads, elapsed_s: +elapsed,
+  load_before: loadBefore, load_after: loadAfter, busy_processes_before: +busy || 0,
+  llama_commit: llamaCommit, llama_server: llamaBuild, model: "bench-1b (rustycage-mkmodel --preset bench-1b)"}));' \
+    "$cmdline" "$mode" "$backend" "$reps" "$threads" "$elapsed" "$load_before" "$load_after" "$busy_before" \
+    "$(grep -m1 '^LLAMA_COMMIT=' scripts/llama.sh | cut -d= -f2)" "$llama_server" >"$meta"
+mkdir -p "$outdir"
+cp "$raw" "$outdir/raw.jsonl"
+touch "$work/kv_sources.jsonl"
+node bench/report.mjs --raw "$raw" --meta "$meta" --servers "$servers_json" --kv-sources "$work/kv_sources.jsonl" --out "$outdir" ${docs_page:+--docs "$docs_page"}
+log "done in ${elapsed}s: $outdir/results.md${docs_page:+, $docs_page}"
+[ "$failures" -eq 0 ] || { log "$failures rc-bench invocations reported failures (see $outdir/raw.jsonl)"; exit 1; }
