@@ -53,7 +53,11 @@ completion_result run_completion(const target & t, const completion_params & p) 
     json body = {{"model", p.model}, {"prompt", p.prompt}, {"max_tokens", p.max_tokens}, {"temperature", 0},
                  {"stream", p.stream}};
     if (p.stream) body["stream_options"] = {{"include_usage", true}};
-    if (p.ban_token >= 0) body["logit_bias"] = {{std::to_string(p.ban_token), -100}};
+    if (!p.banned.empty()) {
+        json bias = json::object();
+        for (int id : p.banned) bias[std::to_string(id)] = -100;
+        body["logit_bias"] = bias;
+    }
     const std::string payload = body.dump();
 
     httplib::Client cli(t.host, t.port);
@@ -140,6 +144,14 @@ int http_get_status(const target & t, const std::string & path, double timeout_s
     cli.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s)));
     cli.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s)));
     auto res = cli.Get(path);
+    return res ? res->status : 0;
+}
+
+int http_post_status(const target & t, const std::string & path, double timeout_s) {
+    httplib::Client cli(t.host, t.port);
+    cli.set_connection_timeout(std::chrono::seconds(5));
+    cli.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s)));
+    auto res = cli.Post(path, "{}", "application/json");
     return res ? res->status : 0;
 }
 

@@ -24,7 +24,7 @@ struct completion_params {
     std::vector<int> prompt;  // token ids: exact prompt lengths on every server, no tokenizer in the way
     int max_tokens = 16;
     bool stream = true;
-    int ban_token = -1;  // token id given logit_bias -100 (the end token), so every run generates max_tokens
+    std::vector<int> banned;  // token ids given logit_bias -100 (see rc-bench --ban-tokens)
     double timeout_s = 900;
     const std::atomic<bool> * stop = nullptr;  // when set and true, the client disconnects (server cancels)
     std::atomic<int> * tokens_seen = nullptr;  // when set, incremented on every token chunk (for pacing)
@@ -48,5 +48,8 @@ completion_result run_completion(const target & t, const completion_params & p);
 
 // GET path; returns the HTTP status (0 when unreachable).
 int http_get_status(const target & t, const std::string & path, double timeout_s = 2);
+
+// POST path with an empty JSON body; returns the HTTP status (0 when unreachable).
+int http_post_status(const target & t, const std::string & path, double timeout_s = 60);
 
 }  // namespace rc::bench

@@ -34,7 +34,7 @@ struct rep_result {
 struct rep_context {
     const target & server;
     std::string model;
-    int ban_token = -1;
+    std::vector<int> banned;
     std::map<std::string, double> opt;  // scenario options, defaults filled in
     std::string key;                    // prompt key prefix for this repetition
     prompt_source prompts;
@@ -46,7 +46,7 @@ struct rep_context {
         p.model = model;
         p.prompt = std::move(prompt_ids);
         p.max_tokens = max_tokens;
-        p.ban_token = ban_token;
+        p.banned = banned;
         return p;
     }
 };

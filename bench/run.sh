@@ -51,9 +51,11 @@ has_group() { [[ ",$only," == *",$1,"* ]]; }
 
 # ---------------------------------------------------------------- sizes per mode
 threads=2
-# Quick mode keeps the sizes the targets are defined on (prefill 512/2048, decode 1/4/8/16 streams)
-# and shrinks the rest to fit a few minutes per group on 2 cores; full mode uses the sizes of the
-# issue (2k-token resume, 1.5k shared prefix with 6+ conversations, ...) and longer generations.
+# bench-1b prefills at ~75 tokens/s and decodes at ~12 tokens/s on 2 cores, so sizes decide the run
+# time. Quick mode (~15-20 minutes on 2 cores) keeps 5 repetitions of everything with short prompts:
+# prefill 512, decode 1/4/8/16 streams, a 1k-token resume, a 512-token shared prefix. Full mode uses
+# the sizes of the issue (prefill up to 4096, 2k-token resume, 1.5k shared prefix, 8 conversations)
+# and longer generations: several hours on 2 cores.
 if [ "$mode" = smoke ]; then
     prefill_sizes="64"; decode_streams="1 2"; decode_gen=8; decode_prompt=16
     mixed_streams=2; mixed_long=1; mixed_long_tokens=128; mixed_interval=200
@@ -65,14 +67,14 @@ if [ "$mode" = smoke ]; then
     noreuse_count=2; noreuse_conc=2; noreuse_prompt=32; noreuse_gen=4
     kv_extra_servers="rustycage-recompute"
 elif [ "$mode" = quick ]; then
-    prefill_sizes="512 2048"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
-    mixed_streams=4; mixed_long=1; mixed_long_tokens=1024; mixed_interval=500
+    prefill_sizes="512"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
+    mixed_streams=4; mixed_long=1; mixed_long_tokens=512; mixed_interval=500
     rps_requests=16; rps_conc="4"
-    rss_convs=4; rss_conc=4; rss_prompt=128; rss_gen=16
-    resume_a=2048; resume_b=128
-    shared_convs=6; shared_s=768; shared_u=128
-    disk_a=1024
-    noreuse_count=4; noreuse_conc=4; noreuse_prompt=128; noreuse_gen=16
+    rss_convs=4; rss_conc=4; rss_prompt=64; rss_gen=8
+    resume_a=1024; resume_b=64
+    shared_convs=6; shared_s=512; shared_u=64
+    disk_a=512
+    noreuse_count=4; noreuse_conc=4; noreuse_prompt=64; noreuse_gen=8
     kv_extra_servers=""
 else
     prefill_sizes="128 512 2048 4096"; decode_streams="1 2 4 8 16"; decode_gen=128; decode_prompt=32
@@ -268,9 +270,14 @@ if has_group core; then
     cur_group=core
     log "== core: prefill, decode, mixed load, HTTP, RSS (prompt caches off on both) =="
     start_rustycage rustycage "$core_ctx" "$core_parallel" --kv-cached-sequences 0 --kv-host-budget 0
-    start_llama llama-server "$core_ctx" "$core_parallel" --cache-ram 0
+    # llama-server keeps every slot's last prompt in the KV cache (even with --cache-ram 0); in a
+    # unified cache those stale cells widen every attention (see docs/BENCHMARKS.md). rc-bench erases
+    # its slots before each repetition (--reset-slots, needs --slot-save-path) so both servers start
+    # every repetition from an empty cache, as Rustycage with --kv-cached-sequences 0 does.
+    mkdir -p "$work/slots"
+    start_llama llama-server "$core_ctx" "$core_parallel" --cache-ram 0 --slot-save-path "$work/slots/"
     note_servers core rustycage llama-server
-    T=$(targets rustycage llama-server)
+    T="$(targets rustycage llama-server) --reset-slots llama-server:$core_parallel"
     # shellcheck disable=SC2086
     bench warmup $T --reps 1
     for s in rustycage llama-server; do rss_record "$s" "loaded" 0; done
