@@ -1,5 +1,7 @@
 #include "llama/gguf_metadata.h"
 
+#include "util/quantization.h"
+
 #include <ggml.h>
 #include <gguf.h>
 
@@ -122,17 +124,7 @@ result<gguf_metadata> read_gguf_metadata(const std::string & path, size_t max_ar
 }
 
 std::string ftype_name(uint32_t ftype) {
-    // llama_ftype values (llama.h); retired values (4-6, 33-35) are absent.
-    static const std::map<uint32_t, const char *> names = {
-        {0, "F32"},      {1, "F16"},      {2, "Q4_0"},     {3, "Q4_1"},     {7, "Q8_0"},     {8, "Q5_0"},
-        {9, "Q5_1"},     {10, "Q2_K"},    {11, "Q3_K_S"},  {12, "Q3_K_M"},  {13, "Q3_K_L"},  {14, "Q4_K_S"},
-        {15, "Q4_K_M"},  {16, "Q5_K_S"},  {17, "Q5_K_M"},  {18, "Q6_K"},    {19, "IQ2_XXS"}, {20, "IQ2_XS"},
-        {21, "Q2_K_S"},  {22, "IQ3_XS"},  {23, "IQ3_XXS"}, {24, "IQ1_S"},   {25, "IQ4_NL"},  {26, "IQ3_S"},
-        {27, "IQ3_M"},   {28, "IQ2_S"},   {29, "IQ2_M"},   {30, "IQ4_XS"},  {31, "IQ1_M"},   {32, "BF16"},
-        {36, "TQ1_0"},   {37, "TQ2_0"},   {38, "MXFP4"},   {39, "NVFP4"},   {40, "Q1_0"},    {41, "Q2_0"},
-    };
-    auto it = names.find(ftype & ~1024u);  // 1024: LLAMA_FTYPE_GUESSED
-    return it == names.end() ? std::string() : it->second;
+    return rc::quant::name_from_file_type(ftype & ~1024u).value_or("");  // 1024: LLAMA_FTYPE_GUESSED
 }
 
 std::string quantization_level(const gguf_metadata & md) {
