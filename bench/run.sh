@@ -7,7 +7,7 @@
 #
 # Writes docs/bench/results.json, results.md and PNG plots (docs/bench/<backend>/ for --gpu), and
 # regenerates docs/BENCHMARKS.md. --only takes a comma-separated subset of the groups
-# core,kv,disk,tiering (default: all). --smoke checks the harness itself with tiny sizes and 2
+# core,http,kv,disk,tiering (default: all). --smoke checks the harness itself with tiny sizes and 2
 # repetitions in a few minutes; it writes to a temporary directory (or --out), never to docs/.
 # --wait-quiet waits up to SECONDS for a quiet machine (1-minute load < 0.7, no compiler, ctest or
 # other rustycage running) before measuring; the report says whether the run was taken under load.
@@ -16,7 +16,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,kv,disk,tiering outdir=""
+mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,http,kv,disk,tiering outdir=""
 cmdline="bench/run.sh $*"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -60,6 +60,7 @@ if [ "$mode" = smoke ]; then
     prefill_sizes="64"; decode_streams="1 2"; decode_gen=8; decode_prompt=16
     mixed_streams=2; mixed_long=1; mixed_long_tokens=128; mixed_interval=200
     rps_requests=4; rps_conc="2"
+    http_requests=20; http_conc="1 4"; http_gen=16
     rss_convs=2; rss_conc=2; rss_prompt=32; rss_gen=4
     resume_a=128; resume_b=32
     shared_convs=2; shared_s=128; shared_u=32
@@ -70,6 +71,7 @@ elif [ "$mode" = quick ]; then
     prefill_sizes="512"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
     mixed_streams=4; mixed_long=1; mixed_long_tokens=512; mixed_interval=500
     rps_requests=16; rps_conc="4"
+    http_requests=200; http_conc="1 4"; http_gen=128
     rss_convs=4; rss_conc=4; rss_prompt=64; rss_gen=8
     resume_a=1024; resume_b=64
     shared_convs=6; shared_s=512; shared_u=64
@@ -80,6 +82,7 @@ else
     prefill_sizes="128 512 2048 4096"; decode_streams="1 2 4 8 16"; decode_gen=128; decode_prompt=32
     mixed_streams=8; mixed_long=4; mixed_long_tokens=2048; mixed_interval=1500
     rps_requests=64; rps_conc="1 4 16"
+    http_requests=1000; http_conc="1 4 16"; http_gen=512
     rss_convs=32; rss_conc=8; rss_prompt=256; rss_gen=32
     resume_a=2048; resume_b=256
     shared_convs=8; shared_s=1536; shared_u=256
@@ -135,6 +138,12 @@ raw=$work/raw.jsonl
 : >"$raw"
 mkdir -p "$work/models"
 ln -s "$model" "$work/models/bench-1b.gguf"
+# bench-tiny (bench-1b's tokenizer on a 2-layer body) for the HTTP group: there the servers' own
+# per-request and per-token costs must not drown in model compute.
+tiny_model=$model_dir/bench-tiny.gguf
+[ -f "$tiny_model" ] || "$mkmodel" --preset bench-tiny --out "$tiny_model" >&2
+ln -s "$tiny_model" "$work/models/bench-tiny.gguf"
+bench_model=bench-1b
 
 # ---------------------------------------------------------------- servers
 declare -A srv_pid srv_url srv_log srv_cmd
@@ -170,7 +179,7 @@ wait_healthy() {  # name
 start_rustycage() {
     local name=$1 ctx=$2 par=$3; shift 3
     local port; port=$(free_port)
-    local args=(serve --host 127.0.0.1 --models-dir "$work/models" --preload bench-1b --ctx-size "$ctx" --parallel "$par"
+    local args=(serve --host 127.0.0.1 --models-dir "$work/models" --preload "$bench_model" --ctx-size "$ctx" --parallel "$par"
                 --threads "$threads" --openai-port "$port" --ollama-port -1 "${gpu_rc[@]}" "$@")
     srv_log[$name]=$work/$name.log
     srv_cmd[$name]="rustycage ${args[*]}"
@@ -188,7 +197,7 @@ start_llama() {
     # --kv-unified: Rustycage's --ctx-size is one cell pool shared by all sequences; llama-server at
     # this commit splits -c into -np slices unless -kvu is given (or -np is auto). -fa off: Rustycage's
     # default (llama-server's is auto = on for CPU).
-    local args=(-m "$model" -c "$ctx" -np "$par" -t "$threads" --host 127.0.0.1 --port "$port" --kv-unified -fa off
+    local args=(-m "$work/models/$bench_model.gguf" -c "$ctx" -np "$par" -t "$threads" --host 127.0.0.1 --port "$port" --kv-unified -fa off
                 --no-webui "${gpu_ls[@]}" "$@")
     srv_log[$name]=$work/$name.log
     srv_cmd[$name]="llama-server ${args[*]}"
@@ -228,7 +237,7 @@ targets() {  # names... -> --target NAME=URL ...
 failures=0
 bench() {  # scenario [rc-bench args...]
     # shellcheck disable=SC2068
-    "$rcbench" "$@" --model bench-1b --out "$raw" || { failures=$((failures + 1)); log "warning: rc-bench $1 reported failures"; }
+    "$rcbench" "$@" --model "$bench_model" --out "$raw" || { failures=$((failures + 1)); log "warning: rc-bench $1 reported failures"; }
 }
 
 # rss_record NAME VARIANT REP: one line in the raw results with the server's memory.
@@ -303,6 +312,27 @@ if has_group core; then
         for s in rustycage llama-server; do rss_record "$s" "after ${rss_convs}..$((rss_convs * reps)) conversations" "$r"; done
     done
     stop_server rustycage; stop_server llama-server
+fi
+
+# ---------------------------------------------------------------- group: http (server overhead on a tiny model)
+if has_group http; then
+    cur_group=http
+    log "== http: requests/s and per-token streaming latency on bench-tiny (server overhead) =="
+    bench_model=bench-tiny
+    start_rustycage rustycage 4096 4 --kv-cached-sequences 0 --kv-host-budget 0
+    start_llama llama-server 4096 4 --cache-ram 0
+    note_servers http rustycage llama-server
+    T=$(targets rustycage llama-server)
+    # shellcheck disable=SC2086
+    bench warmup $T --reps 1
+    for c in $http_conc; do
+        # shellcheck disable=SC2086
+        bench rps $T --reps "$reps" --variant "tiny,concurrency=$c" --requests "$http_requests" --concurrency "$c"
+    done
+    # shellcheck disable=SC2086
+    bench decode $T --reps "$reps" --variant "tiny,streams=1" --streams 1 --gen-tokens "$http_gen" --prompt-tokens 16
+    stop_server rustycage; stop_server llama-server
+    bench_model=bench-1b
 fi
 
 # ---------------------------------------------------------------- group: kv (host tier vs --cache-ram vs recompute)

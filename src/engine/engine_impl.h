@@ -10,6 +10,7 @@
 
 #include "engine/engine.h"
 #include "engine/kv_bridge.h"
+#include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "llama/batch.h"
 
@@ -51,6 +52,7 @@ struct engine::impl {
     std::unique_ptr<kv_bridge> bridge;
     int max_idle = 0;                     // idle conversations kept in the context
     std::vector<promotion> promoting;
+    prefill_rate prefill_speed;           // sizes the prefill budget while streams decode
 
     std::atomic<int> queued{0};
     std::atomic<int> running{0};

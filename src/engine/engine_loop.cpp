@@ -126,7 +126,8 @@ bool engine::impl::decode_generate() {
     std::vector<schedule_input> in;
     in.reserve(active.size());
     for (const auto & s : active) in.push_back({s->live() && s->decoding, s->live() ? s->prompt_remaining() : 0});
-    auto plan = plan_step(in, {batch->capacity(), opts.prefill_chunk});
+    int budget = prefill_budget_for(prefill_speed, opts.prefill_step_ms, opts.prefill_chunk);
+    auto plan = plan_step(in, {batch->capacity(), budget});
     if (plan.empty()) return false;
 
     batch->clear();
@@ -147,6 +148,7 @@ bool engine::impl::decode_generate() {
         prefill_tokens += e.n_tokens;
     }
 
+    auto decode_started = steady::now();
     int ret = llama_decode(ctx, batch->get());
     if (ret == 1) {
         // No free KV cells; llama.cpp restored the memory. Idle conversations give way first (their
@@ -166,6 +168,8 @@ bool engine::impl::decode_generate() {
         return true;
     }
     for (const auto & e : plan) active[e.index]->n_past += e.n_tokens;
+    prefill_speed.observe(prefill_tokens, batch->size() - prefill_tokens,
+                          std::chrono::duration<double>(steady::now() - decode_started).count());
     prompt_tokens += static_cast<uint64_t>(prefill_tokens);
     if (kv) kv->stats().add_tokens(kv::source::computed, static_cast<uint64_t>(prefill_tokens));
     sample_outputs();

@@ -1,8 +1,9 @@
 #pragma once
 // Plans one engine step (DESIGN.md §4: plan first, then apply). Pure logic over sequence states so
 // the policy is unit-tested without a model: every decoding sequence gets its one token; prefilling
-// sequences share the rest of the batch in admission order, each capped to `prefill_chunk` while
-// anything is decoding so long prompts cannot stall running streams.
+// sequences share the rest of the batch in admission order. While anything is decoding, all prefill
+// in a step together is capped to `prefill_budget` tokens, so long prompts cannot stall running
+// streams; the engine sizes that budget from the measured prefill speed (prefill_budget_for).
 #include <vector>
 
 namespace rc::engine {
@@ -14,7 +15,7 @@ struct schedule_input {
 
 struct schedule_limits {
     int n_batch = 2048;         // tokens per llama_decode call
-    int prefill_chunk = 512;    // per-sequence prefill cap while other sequences decode
+    int prefill_budget = 512;   // prefill tokens per step, all sequences together, while any decodes
 };
 
 struct schedule_entry {
@@ -23,5 +24,22 @@ struct schedule_entry {
 };
 
 std::vector<schedule_entry> plan_step(const std::vector<schedule_input> & seqs, const schedule_limits & limits);
+
+// Tracks prefill speed (tokens per second of llama_decode wall time, exponentially averaged over
+// steps that prefilled at least a few tokens) to size the prefill budget.
+class prefill_rate {
+  public:
+    void observe(int prefill_tokens, int decode_tokens, double seconds);
+    double tokens_per_second() const { return rate_; }  // 0 until measured
+
+  private:
+    double rate_ = 0;
+};
+
+// The prefill budget for one step while others decode: the tokens that fit in `target_ms` at the
+// measured rate, within [min_tokens, max_tokens]. `max_tokens` until a rate is known or when
+// `target_ms` <= 0 (the bound is off). On a GPU the rate is high and the cap decides; on a CPU,
+// where 512 prompt tokens can take seconds, the target keeps decoding streams' token gaps bounded.
+int prefill_budget_for(const prefill_rate & rate, double target_ms, int max_tokens, int min_tokens = 16);
 
 }  // namespace rc::engine

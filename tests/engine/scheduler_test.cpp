@@ -41,3 +41,26 @@ TEST(scheduler, decode_never_starves_when_batch_is_small) {
     ASSERT_EQ(plan.size(), 2u);
     EXPECT_EQ(plan[0].n_tokens + plan[1].n_tokens, 2);
 }
+
+TEST(scheduler, prefill_budget_is_shared_by_all_prefilling_sequences_while_others_decode) {
+    auto plan = plan_step({{true, 0}, {false, 300}, {false, 300}}, {2048, 256});
+    ASSERT_EQ(plan.size(), 2u);  // the second prompt waits: the first used the whole budget
+    EXPECT_EQ(plan[1].index, 1);
+    EXPECT_EQ(plan[1].n_tokens, 256);
+}
+
+TEST(scheduler, prefill_budget_follows_the_measured_rate) {
+    prefill_rate rate;
+    EXPECT_EQ(prefill_budget_for(rate, 250, 512), 512);  // unmeasured: the cap
+    rate.observe(4, 1, 0.1);                             // too few prompt tokens to judge
+    EXPECT_EQ(rate.tokens_per_second(), 0);
+    rate.observe(512, 0, 8.0);                           // 64 tokens/s, like a 1B model on 2 cores
+    EXPECT_DOUBLE_EQ(rate.tokens_per_second(), 64);
+    EXPECT_EQ(prefill_budget_for(rate, 250, 512), 16);   // 250 ms fit 16 tokens
+    EXPECT_EQ(prefill_budget_for(rate, 1000, 512), 64);
+    EXPECT_EQ(prefill_budget_for(rate, 10, 512), 16);    // never below the floor
+    EXPECT_EQ(prefill_budget_for(rate, 0, 512), 512);    // bound off
+    rate.observe(4096, 4, 0.5);                          // a GPU-like step moves the average up
+    EXPECT_GT(rate.tokens_per_second(), 64 * 10);
+    EXPECT_EQ(prefill_budget_for(rate, 250, 512), 512);  // fast prefill: the cap decides
+}

@@ -367,6 +367,26 @@ TEST_F(mkmodel_test, tiny_embed_loads_as_bert_and_embeds) {
     EXPECT_GT(norm, 0.0);
 }
 
+TEST_F(mkmodel_test, bench_tiny_has_bench_1b_tokenizer_on_a_small_body_and_decodes) {
+    const model_ptr model = load(generate("bench-tiny", 42, "bench-tiny.gguf"));
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(meta(model.get(), "general.architecture"), "llama");
+    EXPECT_EQ(llama_model_ftype(model.get()), LLAMA_FTYPE_MOSTLY_Q8_0);
+    EXPECT_EQ(llama_model_n_layer(model.get()), 2);
+    EXPECT_EQ(llama_vocab_n_tokens(llama_model_get_vocab(model.get())), 32000);  // bench-1b's vocabulary
+
+    llama_context_params cparams = llama_context_default_params();
+    cparams.n_ctx = 256;
+    cparams.n_threads = 1;
+    const context_ptr ctx(llama_init_from_model(model.get(), cparams));
+    ASSERT_NE(ctx, nullptr);
+    std::vector<llama_token> prompt = tokenize(model.get(), "[INST] hello [/INST]", true);
+    ASSERT_EQ(llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))), 0);
+    const float * logits = llama_get_logits_ith(ctx.get(), -1);
+    ASSERT_NE(logits, nullptr);
+    for (int i = 0; i < 32000; ++i) ASSERT_TRUE(std::isfinite(logits[i])) << i;
+}
+
 TEST_F(mkmodel_test, name_flag_sets_general_name) {
     const model_ptr model = load(generate("tiny-embed", 1, "named.gguf", {"--name", "my-embedder"}));
     ASSERT_NE(model, nullptr);
@@ -376,7 +396,7 @@ TEST_F(mkmodel_test, name_flag_sets_general_name) {
 TEST_F(mkmodel_test, list_names_every_preset) {
     const run_result r = run_tool({"--list"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    for (const char * name : {"tiny-chat", "tiny-embed", "bench-1b"}) {
+    for (const char * name : {"tiny-chat", "tiny-embed", "bench-1b", "bench-tiny"}) {
         EXPECT_NE(r.out.find(name), std::string::npos) << name;
     }
 }

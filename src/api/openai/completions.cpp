@@ -93,6 +93,7 @@ http_response respond_whole(completion_job & job, const http_request & req) {
         choices.push_back({{"index", i}, {"text", text}, {"logprobs", job.logprobs ? legacy_logprobs(toks, job.echo[i].size()) : json(nullptr)},
                            {"finish_reason", finish_name(done)}});
         total.prompt_tokens += done.usage.prompt_tokens;
+        total.cached_tokens += done.usage.cached_tokens;
         total.completion_tokens += done.usage.completion_tokens;
     }
     http_response r;
@@ -129,6 +130,7 @@ http_response respond_stream(std::shared_ptr<completion_job> job, bool include_u
             if (!sink.write(sse(chunk(json::array({{{"index", i}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", finish_name(done)}}})))))
                 return;
             total.prompt_tokens += done.usage.prompt_tokens;
+            total.cached_tokens += done.usage.cached_tokens;
             total.completion_tokens += done.usage.completion_tokens;
         }
         if (include_usage) {
