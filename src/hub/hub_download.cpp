@@ -1,0 +1,201 @@
+// hub_client::download: one file, resumable, verified. See hub_client.h for the contract.
+#include <cctype>
+#include <chrono>
+#include <optional>
+
+#include "hub/hub_client.h"
+#include "hub/hub_errors.h"
+#include "hub/hub_urls.h"
+#include "hub/partial_file.h"
+#include "util/log.h"
+
+namespace rc::hub {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+constexpr auto progress_interval = std::chrono::milliseconds(100);
+// Restarts (ignored ranges, 416s, a stale partial) before giving up; each is a fresh full download,
+// so more than a couple means the server is confused, not that another try would help.
+constexpr int max_rounds = 3;
+
+// The first byte of "bytes 100-999/1000"; nullopt when it is not that shape.
+std::optional<uint64_t> content_range_start(std::string_view v) {
+    if (!v.starts_with("bytes ")) return std::nullopt;
+    v.remove_prefix(6);
+    uint64_t n = 0;
+    size_t i = 0;
+    for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i) n = n * 10 + uint64_t(v[i] - '0');
+    if (i == 0 || i == v.size() || v[i] != '-') return std::nullopt;
+    return n;
+}
+
+std::string lower(std::string s) {
+    for (char & c : s) c = (char) std::tolower((unsigned char) c);
+    return s;
+}
+
+class download_job {
+  public:
+    download_job(const http_client & http, const std::string & repo, const std::string & revision, const repo_file & file,
+                 partial_file & pf, const progress_fn & progress, const std::atomic<bool> * cancel)
+        : http_(http), url_(resolve_url(http.config().endpoint, repo, revision, file.path)),
+          what_("file " + file.path + " of repository " + repo), file_(file), pf_(pf), progress_(progress), cancel_(cancel) {}
+
+    result<download_report> run() {
+        download_report & rep = report_;
+        if (pf_.size() > file_.size) {
+            log::warn("hub", "download_restart", {{"file", file_.path}, {"reason", "partial larger than the file"}});
+            if (auto st = pf_.reset(); !st) return st.err();
+        }
+        if (pf_.size() > 0) {
+            if (auto st = pf_.hash_existing(cancel_); !st) return st.err();
+        }
+        rep.resumed_from = pf_.size();
+        bool fetched = false;
+        for (int round = 0; round < max_rounds; ++round) {
+            if (pf_.size() < file_.size) {
+                auto s = transfer();
+                if (!s.ok()) return s.err();
+                fetched = true;
+                if (s.value() == step::restart) {
+                    if (auto st = pf_.reset(); !st) return st.err();
+                    rep.resumed_from = 0;
+                    continue;
+                }
+            }
+            if (pf_.size() != file_.size) {
+                // The transfer ended cleanly but short: the server's file is not the one listed.
+                uint64_t got = pf_.size();
+                pf_.remove();
+                return make_error(errc_corrupt, "size mismatch for " + what_ + ": expected " + std::to_string(file_.size) +
+                                                    " bytes, got " + std::to_string(got) + "; the partial download was deleted");
+            }
+            std::string digest = pf_.finish_hex();
+            if (!file_.sha256.empty() && digest != lower(file_.sha256)) {
+                if (!fetched) {
+                    // Every byte came from an earlier attempt, which may have been cut by a crash: one fresh try.
+                    log::warn("hub", "download_restart", {{"file", file_.path}, {"reason", "stale partial does not verify"}});
+                    if (auto st = pf_.reset(); !st) return st.err();
+                    rep.resumed_from = 0;
+                    continue;
+                }
+                pf_.remove();
+                return make_error(errc_corrupt, "sha256 mismatch for " + what_ + ": expected " + lower(file_.sha256) + ", got " + digest +
+                                                    "; the partial download was deleted");
+            }
+            if (auto st = pf_.sync(); !st) return st.err();
+            if (progress_) progress_(pf_.size(), file_.size);
+            rep.sha256 = std::move(digest);
+            rep.size = pf_.size();
+            rep.transferred = transferred_;
+            log::info("hub", "download_done", {{"file", file_.path}, {"bytes", rep.size}, {"resumed_from", rep.resumed_from},
+                                               {"transferred", rep.transferred}});
+            return rep;
+        }
+        return make_error(errc::unavailable, "gave up downloading " + what_ + " after " + std::to_string(max_rounds) + " restarts");
+    }
+
+  private:
+    enum class step { done, restart };
+
+    bool cancelled() const { return cancel_ && cancel_->load(); }
+
+    void report() {
+        if (!progress_) return;
+        auto now = clock::now();
+        if (now - last_progress_ < progress_interval) return;
+        last_progress_ = now;
+        progress_(pf_.size(), file_.size);
+    }
+
+    std::string position() const { return std::to_string(pf_.size()) + " of " + std::to_string(file_.size) + " bytes"; }
+
+    // One request for the bytes not yet in the partial file.
+    result<step> transfer() {
+        const uint64_t offset = pf_.size();
+        std::vector<std::string> headers;
+        if (offset > 0) headers.push_back("Range: bytes=" + std::to_string(offset) + "-");
+        log::info("hub", "download_start", {{"file", file_.path}, {"offset", offset}, {"size", file_.size}});
+
+        bool restart = false, overflow = false;
+        status write_status;
+        stream_callbacks cb;
+        cb.on_head = [&](const http_response & h) {
+            if (h.status == 206) {
+                // Trust the range only if it starts where we asked; anything else restarts cleanly.
+                auto start = content_range_start(h.header("Content-Range"));
+                if (!start || *start != offset) return !(restart = true);
+            } else if (h.status == 200 && offset > 0) {
+                log::warn("hub", "download_restart", {{"file", file_.path}, {"reason", "server ignored the range"}});
+                report_.resumed_from = 0;
+                write_status = pf_.reset();  // the body starts at byte 0: rewrite from scratch
+                return write_status.ok();
+            } else if (h.status == 416) {
+                return !(restart = true);  // our offset is past the server's file
+            }
+            return true;
+        };
+        cb.on_body = [&](const char * data, size_t n) {
+            if (pf_.size() + n > file_.size) return !(overflow = true);
+            write_status = pf_.append(data, n);
+            if (!write_status) return false;
+            transferred_ += n;
+            report();
+            return true;
+        };
+        cb.should_abort = [&] { return cancelled(); };
+
+        auto out = http_.stream(url_, headers, cb);
+        if (!write_status) return write_status.err();
+        if (overflow) {
+            pf_.remove();
+            return make_error(errc_corrupt, "the Hub sent more than the " + std::to_string(file_.size) + " bytes listed for " + what_ +
+                                                "; the partial download was deleted");
+        }
+        if (restart) {
+            if (offset == 0) return make_error(errc::unavailable, "the Hub sent an unusable range answer for " + what_);
+            log::warn("hub", "download_restart", {{"file", file_.path}, {"reason", "range not satisfiable"}});
+            return step::restart;
+        }
+        if (!out.ok() || out->aborted) {
+            if (cancelled())
+                return make_error(errc::unavailable, "download of " + what_ + " cancelled at " + position() + "; the partial file is kept for resuming");
+            if (!out.ok())
+                return make_error(errc::unavailable, "download of " + what_ + " interrupted at " + position() + " (" + out.err().message +
+                                                         "); run again to resume");
+            return make_error(errc::internal, "download of " + what_ + " stopped unexpectedly");
+        }
+        if (!out->head.is_success()) return error_for_status(out->head, what_, http_.config());
+        return step::done;
+    }
+
+    const http_client & http_;
+    const std::string url_;
+    const std::string what_;
+    const repo_file & file_;
+    partial_file & pf_;
+    const progress_fn & progress_;
+    const std::atomic<bool> * cancel_;
+    download_report report_;
+    uint64_t transferred_ = 0;
+    clock::time_point last_progress_{};
+};
+
+}  // namespace
+
+result<download_report> hub_client::download(const std::string & repo, const std::string & revision, const repo_file & file,
+                                             const std::filesystem::path & partial_path, const progress_fn & progress,
+                                             const std::atomic<bool> * cancel) const {
+    if (auto st = check_repo_id(repo); !st) return st.err();
+    if (auto st = check_revision(revision); !st) return st.err();
+    if (auto st = check_repo_path(file.path); !st) return st.err();
+    auto pf = partial_file::open(partial_path);
+    if (!pf.ok()) return pf.err();
+    auto out = download_job(http_, repo, revision, file, pf.value(), progress, cancel).run();
+    // A failure before any byte arrived (access denied, not found) leaves nothing worth resuming.
+    if (!out.ok() && pf->size() == 0) pf->remove();
+    return out;
+}
+
+}  // namespace rc::hub
