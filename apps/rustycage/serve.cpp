@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include "api/api_server.h"
+#include "api/ollama/keep_alive.h"
 #include "commands.h"
 #include "models/model_manager.h"
+#include "util/byte_size.h"
 #include "util/log.h"
 #include "version.h"
 
@@ -22,6 +24,8 @@ struct serve_flags {
     std::string api_keys_env;
     std::vector<std::string> preload;
     int max_body_mb = 32;
+    std::string memory_budget;  // empty: 80% of physical RAM
+    std::string keep_alive = "5m";
 };
 
 std::vector<std::string> split_keys(const std::string & s) {
@@ -56,7 +60,23 @@ int serve(serve_flags & f) {
 
     llama::model_load_options load;
     load.n_gpu_layers = f.eng.n_gpu_layers;
-    models::model_manager manager(models::local_catalog(f.eng.models_dir), f.eng.engine, load);
+    models::manager_options mopts;
+    mopts.memory_budget = models::physical_memory_bytes() / 10 * 8;
+    if (!f.memory_budget.empty()) {
+        auto b = parse_byte_size(f.memory_budget);
+        if (!b) {
+            std::cerr << "error: --memory-budget '" << f.memory_budget << "' is not a size like 12GiB or 0\n";
+            return 2;
+        }
+        mopts.memory_budget = *b;
+    }
+    auto ka = api::ollama::parse_go_duration(f.keep_alive);
+    if (!ka) {
+        std::cerr << "error: --keep-alive '" << f.keep_alive << "' is not a duration like 5m, 1h30m or -1\n";
+        return 2;
+    }
+    mopts.default_keep_alive = ka->count() < 0 ? std::chrono::nanoseconds::max() : *ka;
+    models::model_manager manager(models::local_catalog(f.eng.models_dir), f.eng.engine, load, mopts);
     for (const auto & name : f.preload) {
         auto e = manager.acquire(name);
         if (!e) {
@@ -101,6 +121,11 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_MAX_TOKENS")->check(CLI::Range(1, 1 << 24))->capture_default_str();
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
     cmd->add_option("--preload", f->preload, "Load these models at start (repeatable)");
+    cmd->add_option("--memory-budget", f->memory_budget,
+                    "Memory all loaded models may take together, e.g. 12GiB (default: 80% of RAM; 0: no limit); idle models are unloaded to make room")
+        ->envname("RUSTYCAGE_MEMORY_BUDGET");
+    cmd->add_option("--keep-alive", f->keep_alive, "How long an idle model stays loaded: 5m, 1h30m, 0 (unload at once), -1 (forever)")
+        ->envname("RUSTYCAGE_KEEP_ALIVE")->capture_default_str();
     cmd->add_option("--max-queue", f->eng.engine.max_queue, "Requests a model may hold waiting; more get 503 + Retry-After")
         ->envname("RUSTYCAGE_MAX_QUEUE")->check(CLI::Range(1, 1 << 20))->capture_default_str();
     cmd->callback([f, &action] { action = [f] { return serve(*f); }; });

@@ -10,10 +10,16 @@
 namespace rc::llama {
 
 result<std::shared_ptr<model>> model::load(const std::string & path, const model_load_options & opts) {
+    return load(std::vector<std::string>{path}, opts);
+}
+
+result<std::shared_ptr<model>> model::load(const std::vector<std::string> & paths, const model_load_options & opts) {
     ensure_backend();
+    if (paths.empty()) return make_error(errc::invalid_argument, "no model file given");
+    const std::string & path = paths.front();
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        return make_error(errc::not_found, "model file not found: " + path);
+    for (const auto & p : paths) {
+        if (!std::filesystem::is_regular_file(p, ec)) return make_error(errc::not_found, "model file not found: " + p);
     }
     auto params = llama_model_default_params();
     params.n_gpu_layers = opts.n_gpu_layers < 0 ? 999 : opts.n_gpu_layers;
@@ -22,7 +28,13 @@ result<std::shared_ptr<model>> model::load(const std::string & path, const model
 
     std::shared_ptr<model> m(new model());
     m->path_ = path;
-    m->model_ = llama_model_load_from_file(path.c_str(), params);
+    if (paths.size() == 1) {
+        m->model_ = llama_model_load_from_file(path.c_str(), params);
+    } else {
+        std::vector<const char *> c_paths;
+        for (const auto & p : paths) c_paths.push_back(p.c_str());
+        m->model_ = llama_model_load_from_splits(c_paths.data(), c_paths.size(), params);
+    }
     if (!m->model_) {
         return make_error(errc::invalid_argument, "llama.cpp could not load " + path + " (see log for the reason)");
     }
@@ -52,7 +64,8 @@ result<std::shared_ptr<model>> model::load(const std::string & path, const model
 
     if (!i.is_embedding) {
         try {
-            m->templates_ = common_chat_templates_init(m->model_, "");
+            m->templates_ = common_chat_templates_init(m->model_, opts.chat_template);
+            i.has_chat_template = i.has_chat_template || !opts.chat_template.empty();
         } catch (const std::exception & e) {
             return make_error(errc::invalid_argument, "chat template of " + path + " does not parse: " + e.what());
         }

@@ -17,6 +17,7 @@ struct model_load_options {
     int n_gpu_layers = -1;  // -1: as many as the backend takes (0 on CPU-only builds)
     bool use_mmap = true;
     bool check_tensors = false;  // validate tensor data on load (the quarantine load test)
+    std::string chat_template;   // overrides the GGUF's template when set (a store manifest's template)
 };
 
 // What the server reports about a model; all read from the GGUF at load time.
@@ -43,6 +44,9 @@ struct model_info {
 class model {
   public:
     static result<std::shared_ptr<model>> load(const std::string & path, const model_load_options & opts = {});
+    // A split GGUF: every part in order (named by content digest in the store, so llama.cpp cannot
+    // find the parts by their file names). One path is the same as load(path).
+    static result<std::shared_ptr<model>> load(const std::vector<std::string> & paths, const model_load_options & opts = {});
     ~model();
     model(const model &) = delete;
     model & operator=(const model &) = delete;

@@ -7,10 +7,53 @@ namespace rc::models {
 namespace fs = std::filesystem;
 
 namespace {
+
 std::chrono::system_clock::time_point to_system(fs::file_time_type t) {
     return std::chrono::time_point_cast<std::chrono::system_clock::duration>(fs::file_time_type::clock::to_sys(t));
 }
+
+model_entry from_record(const store::model_record & r) {
+    model_entry e;
+    e.name = r.name.display();
+    e.parts = r.model_paths;
+    if (!e.parts.empty()) e.path = e.parts.front();
+    e.size_bytes = r.total_size;
+    e.modified = std::chrono::time_point_cast<std::chrono::system_clock::duration>(r.modified);
+    e.from_store = true;
+    e.status = std::string(store::to_string(r.m.status));
+    e.status_reason = r.m.status_reason;
+    if (const auto * l = r.m.first_model_layer()) e.digest = l->digest.str();
+    e.quantization = r.m.quantization;
+    e.template_text = r.m.template_text;
+    e.system = r.m.system;
+    e.parameters = r.m.parameters;
+    return e;
+}
+
+std::optional<model_entry> loose_file(const fs::path & dir, std::string name) {
+    if (name.size() > 7 && name.ends_with(":latest")) name.resize(name.size() - 7);
+    if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+    if (!is_valid_model_name(name)) return std::nullopt;
+    fs::path p = dir / (name + ".gguf");
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) return std::nullopt;
+    model_entry e;
+    e.name = name;
+    e.path = p;
+    e.parts = {p};
+    e.size_bytes = fs::file_size(p, ec);
+    e.modified = to_system(fs::last_write_time(p, ec));
+    return e;
+}
+
 }  // namespace
+
+std::vector<std::string> model_entry::part_strings() const {
+    std::vector<std::string> out;
+    for (const auto & p : parts) out.push_back(p.string());
+    if (out.empty() && !path.empty()) out.push_back(path.string());
+    return out;
+}
 
 bool is_valid_model_name(const std::string & name) {
     if (name.empty() || name.size() > 200 || name[0] == '.' || name[0] == '-') return false;
@@ -23,28 +66,29 @@ bool is_valid_model_name(const std::string & name) {
 
 std::vector<model_entry> local_catalog::list() const {
     std::vector<model_entry> out;
+    for (const auto & r : store_->list()) out.push_back(from_record(r));
     std::error_code ec;
     for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
         const auto & p = it->path();
         if (p.extension() != ".gguf" || !it->is_regular_file(ec)) continue;
-        std::string name = p.stem().string();
-        if (!is_valid_model_name(name)) continue;
-        model_entry e{name, p, it->file_size(ec), to_system(it->last_write_time(ec))};
-        out.push_back(std::move(e));
+        auto e = loose_file(dir_, p.stem().string());
+        if (!e) continue;
+        // A store model "demo:latest" hides a loose demo.gguf: requests for "demo" get the store one.
+        bool shadowed = std::any_of(out.begin(), out.end(), [&](const model_entry & s) { return s.from_store && s.name == e->name + ":latest"; });
+        if (!shadowed) out.push_back(std::move(*e));
     }
-    std::sort(out.begin(), out.end(), [](const model_entry & a, const model_entry & b) { return a.name < b.name; });
+    std::stable_sort(out.begin(), out.end(), [](const model_entry & a, const model_entry & b) { return a.name < b.name; });
     return out;
 }
 
 result<model_entry> local_catalog::find(const std::string & requested) const {
-    std::string name = requested;
-    if (name.size() > 7 && name.ends_with(":latest")) name.resize(name.size() - 7);
-    if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
-    if (!is_valid_model_name(name)) return make_error(errc::invalid_argument, "invalid model name '" + requested + "'");
-    fs::path p = dir_ / (name + ".gguf");
-    std::error_code ec;
-    if (!fs::is_regular_file(p, ec)) return make_error(errc::not_found, "model '" + requested + "' not found");
-    return model_entry{name, p, fs::file_size(p, ec), to_system(fs::last_write_time(p, ec))};
+    auto name = store::model_name::parse(requested);
+    if (name) {
+        if (auto r = store_->find(*name)) return from_record(*r);
+    }
+    if (auto e = loose_file(dir_, requested)) return *e;
+    if (!name && !is_valid_model_name(requested)) return make_error(errc::invalid_argument, "invalid model name '" + requested + "': " + name.err().message);
+    return make_error(errc::not_found, "model '" + requested + "' not found");
 }
 
 }  // namespace rc::models

@@ -2,11 +2,26 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 namespace rc {
+
+std::string format_byte_size(uint64_t bytes) {
+    static const char * units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        ++u;
+    }
+    char buf[32];
+    if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+    return buf;
+}
 
 std::optional<size_t> parse_byte_size(std::string_view text) {
     std::string s(text);

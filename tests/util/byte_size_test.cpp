@@ -20,3 +20,10 @@ TEST(byte_size, rejects_garbage) {
 }
 
 TEST(byte_size, available_memory_is_known_on_linux) { EXPECT_GT(rc::available_memory_bytes(), 0u); }
+
+TEST(byte_size, formats_in_binary_units) {
+    EXPECT_EQ(rc::format_byte_size(87), "87 B");
+    EXPECT_EQ(rc::format_byte_size(1536), "1.5 KiB");
+    EXPECT_EQ(rc::format_byte_size(512ull << 20), "512.0 MiB");
+    EXPECT_EQ(rc::format_byte_size(3ull << 30), "3.0 GiB");
+}

@@ -60,7 +60,7 @@ acquired_model acquire(api_context & ctx, const std::string & name, std::optiona
     if (!e) raise(e.err());
     acquired_model out{e.value(), steady::now() - started};
     // As in Ollama, a request without keep_alive resets the model to the default.
-    auto ka = keep_alive.value_or(keep_alive_default);
+    auto ka = keep_alive.value_or(ctx.models.options().default_keep_alive);
     if (ka.count() != 0) ctx.models.set_keep_alive(name, ka);
     return out;
 }

@@ -1,0 +1,50 @@
+#pragma once
+// Pulls a model from the Hugging Face Hub into the store: resolve the repo's GGUF files, pick the
+// quantization, download each part with resume (partials under <store>/partial/), verify its
+// sha256, register the manifest as quarantined, run the quarantine check, and mark the model ready
+// — or failed, with the reason in the manifest and an incident record. Progress is reported in
+// Ollama's /api/pull vocabulary ("pulling manifest", "pulling <digest>", "verifying sha256
+// digest", "writing manifest", "success"). Any thread; pulls of different models may run at once.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "hub/hub_client.h"
+#include "models/quarantine.h"
+#include "store/model_store.h"
+#include "util/result.h"
+
+namespace rc::models {
+
+struct pull_progress {
+    std::string status;
+    std::string digest;  // "sha256:<hex>" while a part downloads
+    uint64_t total = 0;
+    uint64_t completed = 0;
+};
+using pull_progress_fn = std::function<void(const pull_progress &)>;
+
+struct pull_result {
+    std::string name;          // the display name it is stored under
+    std::string quantization;
+    uint64_t size = 0;
+    uint64_t transferred = 0;  // bytes received over the network by this pull (resumed bytes excluded)
+    bool already_present = false;
+};
+
+// The quarantine check as a function, so tests and callers can substitute it.
+using checker_fn = std::function<result<quarantine_report>(const quarantine_input &)>;
+
+// Errors: invalid_argument (bad name, not a Hugging Face name, model refused by the quarantine —
+// the message carries the reason), not_found (repo, quantization), unavailable (network, cancelled:
+// the partial download is kept and the next pull resumes it), io.
+result<pull_result> pull_model(store::model_store & store, const hub::hub_client & hub, const std::string & name,
+                               const pull_progress_fn & progress = {}, const std::atomic<bool> * cancel = nullptr,
+                               const checker_fn & checker = check_model);
+
+// Runs the quarantine check on a stored model and records the verdict (status, reason, incident).
+// Used after pull and create. Errors: as check_model (the model is then marked failed).
+result<quarantine_report> check_stored_model(store::model_store & store, const std::string & name, const checker_fn & checker = check_model);
+
+}  // namespace rc::models
