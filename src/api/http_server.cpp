@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <limits>
 
 namespace rc::api {
 
@@ -89,15 +90,30 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
     // Keep-alive clients hold a thread while idle between requests; a large base pool means a burst of
     // new streams never waits for the pool to grow.
     srv.new_task_queue = [max_threads] { return new httplib::ThreadPool(64, static_cast<size_t>(max_threads)); };
-    srv.set_payload_max_length(o->max_body_bytes);
     srv.set_read_timeout(600);
     srv.set_write_timeout(600);
     srv.set_keep_alive_max_count(1000);
 
+    // Every body is read through a content reader so that the size limit is ours to apply: JSON
+    // routes buffer up to max_body_bytes (413 beyond), upload routes stream without a limit.
+    // httplib's own limit is therefore lifted, and bodies on other methods are refused early.
+    srv.set_payload_max_length(std::numeric_limits<size_t>::max());
+    srv.set_pre_routing_handler([o](const httplib::Request & req, httplib::Response & res) {
+        if (req.method == "POST" || req.method == "DELETE" || !req.has_header("Content-Length")) return httplib::Server::HandlerResponse::Unhandled;
+        if (req.get_header_value_u64("Content-Length") <= o->max_body_bytes) return httplib::Server::HandlerResponse::Unhandled;
+        res.status = 413;
+        if (o->on_status) apply(o->on_status(convert(req, false), 413), res);
+        return httplib::Server::HandlerResponse::Handled;
+    });
+
     for (auto & rt : routes) {
         auto h = rt.handler;
-        auto wrapped = [h, o, route = rt.pattern](const httplib::Request & req, httplib::Response & res) {
-            http_request r = convert(req);
+        auto up = rt.upload;
+        // Runs the route for a request whose body (if any) is in r.body, or streams via `reader`.
+        auto run = [h, up, o, route = rt.pattern](const httplib::Request & req, httplib::Response & res, std::string body,
+                                                  const body_reader * reader) {
+            http_request r = convert(req, false);
+            r.body = std::move(body);
             r.route = route;
             http_response out;
             std::unique_ptr<http_response> early = o->before ? o->before(r) : nullptr;
@@ -105,7 +121,7 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
                 out = std::move(*early);
             } else {
                 try {
-                    out = h(r);
+                    out = up && reader ? up(r, *reader) : h(r);
                 } catch (...) {
                     out = o->on_exception(r, std::current_exception());
                 }
@@ -121,15 +137,41 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
             }
             apply(out, res);  // a plain response is reported by the post-routing handler below
         };
+        auto plain = [run](const httplib::Request & req, httplib::Response & res) { run(req, res, req.body, nullptr); };
+        auto with_body = [run, up, o](const httplib::Request & req, httplib::Response & res, const httplib::ContentReader & content) {
+            if (up) {
+                body_reader reader = [&content](const std::function<bool(const char *, size_t)> & sink) {
+                    return content([&sink](const char * d, size_t n) { return sink(d, n); });
+                };
+                run(req, res, {}, &reader);
+                return;
+            }
+            std::string body;
+            bool too_large = false;
+            bool whole = content([&](const char * d, size_t n) {
+                if (body.size() + n > o->max_body_bytes) {
+                    too_large = true;
+                    return false;
+                }
+                body.append(d, n);
+                return true;
+            });
+            if (too_large || !whole) {
+                res.status = too_large ? 413 : 400;
+                if (o->on_status) apply(o->on_status(convert(req, false), res.status), res);
+                return;
+            }
+            run(req, res, std::move(body), nullptr);
+        };
         // httplib matches ":param" segments; a trailing "*" becomes a regex tail.
         std::string pattern = rt.pattern;
         if (!pattern.empty() && pattern.back() == '*') pattern = pattern.substr(0, pattern.size() - 1) + "(.*)";
         impl_->route_of_pattern[pattern] = rt.pattern;
-        if (rt.method == "GET") srv.Get(pattern, wrapped);
-        else if (rt.method == "POST") srv.Post(pattern, wrapped);
-        else if (rt.method == "DELETE") srv.Delete(pattern, wrapped);
-        else if (rt.method == "HEAD") srv.Get(pattern, wrapped);  // httplib answers HEAD through GET routes
-        else if (rt.method == "OPTIONS") srv.Options(pattern, wrapped);
+        if (rt.method == "GET") srv.Get(pattern, plain);
+        else if (rt.method == "POST") srv.Post(pattern, with_body);
+        else if (rt.method == "DELETE") srv.Delete(pattern, with_body);
+        else if (rt.method == "HEAD") srv.Get(pattern, plain);  // httplib answers HEAD through GET routes
+        else if (rt.method == "OPTIONS") srv.Options(pattern, plain);
     }
     srv.set_error_handler([o](const httplib::Request & req, httplib::Response & res) {
         // Only for errors without a body (unknown routes, httplib's own 4xx such as 413).

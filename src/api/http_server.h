@@ -47,10 +47,18 @@ struct http_response {
 
 using http_handler = std::function<http_response(const http_request &)>;
 
+// Delivers a request body in chunks to `sink` (false from the sink stops reading); returns false
+// when the body could not be read whole (client gone, or stopped by the sink).
+using body_reader = std::function<bool(const std::function<bool(const char *, size_t)> & sink)>;
+using upload_handler = std::function<http_response(const http_request &, const body_reader &)>;
+
 struct route {
     std::string method;   // GET, POST, DELETE, HEAD
     std::string pattern;  // "/v1/models" or "/v1/models/:id"; a trailing "*" matches any rest of path
     http_handler handler;
+    // Set instead of `handler` for uploads (POST only): the body is streamed to the handler, which
+    // applies its own limits; http_server_options::max_body_bytes does not apply.
+    upload_handler upload = nullptr;
 };
 
 struct http_server_options {

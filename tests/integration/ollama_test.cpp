@@ -461,14 +461,28 @@ TEST_F(ollama, errors_have_ollamas_shape_and_name_the_field) {
     EXPECT_NE(post("/api/generate", {{"model", "embed"}, {"prompt", "x"}}, 400)["error"].get<std::string>().find("does not support generate"),
               std::string::npos);
 
-    for (const char * path : {"/api/pull", "/api/push", "/api/create", "/api/copy"}) {
-        json err = post(path, {{"model", "demo"}}, 501);
-        EXPECT_NE(err["error"].get<std::string>().find("not implemented"), std::string::npos) << path;
-    }
+    // Store routes refuse bad input with the field named (the store itself is tested in the CLI and
+    // client suites).
+    EXPECT_NE(post("/api/pull", {{"model", "demo"}, {"stream", false}}, 400)["error"].get<std::string>().find("not a Hugging Face name"), std::string::npos);
+    EXPECT_NE(post("/api/pull", {{"model", "hf.co/../x"}, {"stream", false}}, 400)["error"].get<std::string>().find("invalid model name"), std::string::npos);
+    EXPECT_NE(post("/api/push", {{"model", "demo"}}, 501)["error"].get<std::string>().find("not supported"), std::string::npos);
+    EXPECT_NE(post("/api/create", {{"model", "demo2"}}, 400)["error"].get<std::string>().find("'from'"), std::string::npos);
+    EXPECT_NE(post("/api/create", {{"model", "x"}, {"files", {{"a.gguf", "sha256:" + std::string(64, 'a')}}}}, 400)["error"].get<std::string>().find("upload it first"),
+              std::string::npos);
+    EXPECT_NE(post("/api/copy", {{"source", "nope"}, {"destination", "x"}}, 404)["error"].get<std::string>().find("nope"), std::string::npos);
+    EXPECT_NE(post("/api/copy", {{"source", "demo"}, {"destination", "../../x"}}, 400)["error"].get<std::string>().find("invalid model name"), std::string::npos);
     auto del = client().Delete("/api/delete", R"({"model":"demo"})", "application/json");
     ASSERT_TRUE(del);
-    EXPECT_EQ(del->status, 501);
-    EXPECT_EQ(client().Head("/api/blobs/sha256:00")->status, 501);
+    EXPECT_EQ(del->status, 400) << "a loose file is the user's to delete";
+    EXPECT_NE(del->body.find("loose GGUF file"), std::string::npos) << del->body;
+    EXPECT_EQ(client().Head("/api/blobs/sha256:00")->status, 400);
+    EXPECT_EQ(client().Head("/api/blobs/sha256:" + std::string(64, 'b'))->status, 404);
+
+    // Bodies beyond --max-body-mb (32 MiB by default) are refused while arriving, as JSON (413).
+    std::string huge = R"({"model":"demo","prompt":")" + std::string(33u << 20, 'a') + R"("})";
+    auto big = client().Post("/api/generate", huge, "application/json");
+    ASSERT_TRUE(big);
+    EXPECT_EQ(big->status, 413);
 
     json ok = gen("still there?", 2);
     ok["stream"] = false;

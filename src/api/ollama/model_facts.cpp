@@ -24,6 +24,7 @@ bool encoder_architecture(const std::string & arch) {
 // multi-GB file on every listing is too slow, so this hashes what identifies the file's version
 // (path, size, mtime): stable while the file is unchanged, different once it is replaced.
 std::string cheap_digest(const models::model_entry & e) {
+    if (!e.digest.empty()) return e.digest.substr(e.digest.find('-') + 1);  // a store blob: its real sha256
     rc::sha256 h;
     h.feed(e.path.string());
     h.feed_value(e.size_bytes);

@@ -1,30 +1,260 @@
-// The model-store routes (pull, push, create, copy, delete, blobs). Models today are loose GGUF
-// files in the models directory; until the model-store issue lands these answer a clear 501 in
-// Ollama's error shape, so clients report "not implemented" instead of a bare 404 route miss.
+// The model-store routes: POST /api/pull (Hugging Face, streamed progress), POST /api/create (from
+// uploaded blobs or an existing model, with template/system/parameters), POST /api/copy,
+// DELETE /api/delete, HEAD/POST /api/blobs/:digest. Pulled and created models pass the quarantine
+// check before they are listed as servable (src/models/model_puller.h).
+#include <atomic>
+#include <mutex>
+#include <set>
+
 #include "api/api_error.h"
+#include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_routes.h"
+#include "hub/hub_client.h"
+#include "hub/hub_config.h"
+#include "models/model_puller.h"
+#include "store/manifest.h"
+#include "store/model_name.h"
 
 namespace rc::api::ollama {
 
 namespace {
 
-http_handler not_yet(const std::string & what) {
-    return [what](const http_request &) -> http_response {
-        throw api_error(501, what + " is not implemented yet (model store pending); put GGUF files in the models directory instead");
+store::model_name parse_name(const std::string & text, const char * field) {
+    auto n = store::model_name::parse(text);
+    if (!n) throw api_error(400, n.err().message, field);
+    return *n;
+}
+
+// One pull or create of a name at a time: two writers of one partial file would only waste work.
+class busy_names {
+  public:
+    bool claim(const std::string & n) {
+        std::lock_guard lock(mu_);
+        return names_.insert(n).second;
+    }
+    void release(const std::string & n) {
+        std::lock_guard lock(mu_);
+        names_.erase(n);
+    }
+
+  private:
+    std::mutex mu_;
+    std::set<std::string> names_;
+};
+busy_names & in_progress() {
+    static busy_names b;
+    return b;
+}
+
+json progress_json(const models::pull_progress & p) {
+    json j = {{"status", p.status}};
+    if (!p.digest.empty()) j["digest"] = p.digest;
+    if (p.total > 0) {
+        j["total"] = p.total;
+        j["completed"] = p.completed;
+    }
+    return j;
+}
+
+// Runs `work` (which reports progress and returns a status) as Ollama does: an NDJSON stream of
+// status lines ending in {"status":"success"} or {"error":…}, or one object when stream is false.
+using progress_work = std::function<status(const models::pull_progress_fn &, const std::atomic<bool> *)>;
+
+http_response run_with_progress(const std::string & claim, bool stream, progress_work work) {
+    if (!in_progress().claim(claim)) throw api_error(409, "'" + claim + "' is already being pulled or created; wait for it to finish");
+    if (!stream) {
+        std::atomic<bool> cancel{false};
+        status st = work({}, &cancel);
+        in_progress().release(claim);
+        if (!st) raise(st.err());
+        return json_response(json{{"status", "success"}});
+    }
+    http_response r;
+    r.content_type = "application/x-ndjson";
+    r.stream = [claim, work = std::move(work)](stream_sink & sink) {
+        std::atomic<bool> cancel{false};
+        auto send = [&](const json & j) {
+            if (!sink.write(dump(j) + "\n")) cancel = true;  // client gone: stop; a pull resumes next time
+        };
+        status st = work([&](const models::pull_progress & p) { send(progress_json(p)); }, &cancel);
+        in_progress().release(claim);
+        if (st) send(json{{"status", "success"}});
+        else send(json{{"error", st.err().message}});
     };
+    return r;
+}
+
+http_response pull(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    const std::string text = model_field(body);
+    const auto name = parse_name(text, "model");
+    const bool stream = opt_bool(body, "stream").value_or(true);
+    auto cfg = hub::config_from_env();
+    if (!cfg) raise(cfg.err());
+    auto & store = ctx.models.catalog().store();
+    return run_with_progress(name.full(), stream, [&store, cfg = *cfg, text](const models::pull_progress_fn & progress, const std::atomic<bool> * cancel) -> status {
+        hub::hub_client hub(cfg);
+        // Ollama's stream has no "success" from the puller itself: run_with_progress sends it.
+        auto filtered = [&](const models::pull_progress & p) {
+            if (p.status != "success" && progress) progress(p);
+        };
+        auto r = models::pull_model(store, hub, text, filtered, cancel);
+        if (!r) return r.err();
+        return {};
+    });
+}
+
+// The model layers of a create: uploaded blobs named by `files` ({"file.gguf": "sha256:…"}), in
+// file-name order (split parts sort by their numbers).
+std::vector<store::layer> layers_from_files(store::model_store & st, const json & files) {
+    if (!files.is_object() || files.empty()) bad_request("'files' must be an object of file name → blob digest", "files");
+    std::vector<std::pair<std::string, std::string>> sorted;
+    for (auto it = files.begin(); it != files.end(); ++it) {
+        if (!it.value().is_string()) bad_request("'files." + it.key() + "' must be a digest string", "files");
+        sorted.emplace_back(it.key(), it.value().get<std::string>());
+    }
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<store::layer> out;
+    for (const auto & [file, text] : sorted) {
+        auto d = store::blob_digest::parse(text);
+        if (!d) bad_request("'files." + file + "': " + d.err().message, "files");
+        auto size = st.blobs().size(*d);
+        if (!size) bad_request("blob " + text + " for '" + file + "' is not on the server: upload it first with POST /api/blobs/" + text, "files");
+        auto kind = file.find("mmproj") != std::string::npos ? store::layer_kind::projector : store::layer_kind::model;
+        out.push_back({kind, *d, *size, file});
+    }
+    return out;
+}
+
+http_response create(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    const std::string text = model_field(body);
+    const auto name = parse_name(text, "model");
+    if (body.contains("modelfile")) bad_request("the Modelfile form of /api/create is not supported: use 'from' or 'files' (as current Ollama clients do)", "modelfile");
+    if (body.contains("quantize") && !body["quantize"].is_null()) bad_request("quantizing on create is not supported: pull or upload the quantization you want", "quantize");
+    if (body.contains("adapters") && !body["adapters"].is_null() && !body["adapters"].empty()) bad_request("adapters are not supported yet", "adapters");
+    const bool stream = opt_bool(body, "stream").value_or(true);
+    auto & st = ctx.models.catalog().store();
+
+    store::manifest m;
+    m.source.kind = store::source_kind::create;
+    if (body.contains("files") && !body["files"].is_null()) {
+        m.layers = layers_from_files(st, body["files"]);
+    } else if (auto from = opt_string(body, "from")) {
+        auto src = ctx.models.catalog().find(*from);
+        if (!src) throw api_error(404, "model '" + *from + "' not found", "from");
+        if (src->from_store) {
+            auto rec = st.find(*from);
+            if (!rec) raise(rec.err());
+            m = rec->m;
+            m.source = {store::source_kind::create, rec->name.full(), {}, {}};
+        } else {
+            auto d = st.blobs().import_file(src->path);  // a loose file: copied into the store
+            if (!d) raise(d.err());
+            m.layers.push_back({store::layer_kind::model, *d, src->size_bytes, src->path.filename().string()});
+            m.source.repo = src->path.filename().string();
+        }
+    } else {
+        bad_request("one of 'from' or 'files' is required", "from");
+    }
+    bool has_model = std::any_of(m.layers.begin(), m.layers.end(), [](const store::layer & l) { return l.kind == store::layer_kind::model; });
+    if (!has_model) bad_request("no model GGUF among the files", "files");
+    if (auto t = opt_string(body, "template")) m.template_text = *t;
+    if (auto s = opt_string(body, "system")) m.system = *s;
+    if (body.contains("parameters") && !body["parameters"].is_null()) {
+        if (!body["parameters"].is_object()) bad_request("'parameters' must be an object", "parameters");
+        m.parameters = body["parameters"];
+    }
+    m.status = store::model_status::quarantined;
+    m.status_reason.clear();
+    m.created_at = {};
+
+    return run_with_progress(name.full(), stream, [&st, &ctx, name, m](const models::pull_progress_fn & progress, const std::atomic<bool> *) mutable -> status {
+        auto report = [&](const std::string & s) {
+            models::pull_progress p;
+            p.status = s;
+            if (progress) progress(p);
+        };
+        report("parsing GGUF");
+        const store::layer * first = m.first_model_layer();
+        if (auto s = store::fill_from_gguf(m, st.blobs().path(first->digest)); !s)
+            return make_error(errc::invalid_argument, "the model file is not a readable GGUF: " + s.err().message);
+        for (const auto & l : m.layers) report("using existing layer " + l.digest.api());
+        report("writing manifest");
+        if (auto s = st.put(name, m); !s) return s.err();
+        ctx.models.unload(name.display());  // a replaced model must not keep serving its old weights
+        report("checking model");
+        if (auto v = models::check_stored_model(st, name.full()); !v)
+            return make_error(errc::invalid_argument, "model " + name.display() + " failed its quarantine check and stays quarantined: " + v.err().message);
+        return {};
+    });
+}
+
+http_response copy(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    const std::string source = require_string(body, "source");
+    const std::string destination = require_string(body, "destination");
+    parse_name(destination, "destination");
+    auto src = ctx.models.catalog().find(source);
+    if (!src) throw api_error(404, "model '" + source + "' not found", "source");
+    if (!src->from_store) bad_request("'" + source + "' is a loose GGUF file: create a store model from it first (POST /api/create with 'from')", "source");
+    if (auto s = ctx.models.catalog().store().copy(source, destination); !s) raise(s.err());
+    return json_response(json::object());
+}
+
+http_response remove(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    const std::string text = model_field(body);
+    auto entry = ctx.models.catalog().find(text);
+    if (!entry) throw api_error(404, "model '" + text + "' not found", "model");
+    if (!entry->from_store) bad_request("'" + text + "' is a loose GGUF file; delete it from the models directory yourself", "model");
+    ctx.models.unload(entry->name);
+    if (auto s = ctx.models.catalog().store().remove(text); !s) raise(s.err());
+    return json_response(json::object());
+}
+
+store::blob_digest digest_param(const http_request & req) {
+    auto d = store::blob_digest::parse(req.path_params.at("digest"));
+    if (!d) throw api_error(400, d.err().message, "digest");
+    return *d;
+}
+
+http_response blob_exists(api_context & ctx, const http_request & req) {
+    http_response r;
+    r.status = ctx.models.catalog().store().blobs().has(digest_param(req)) ? 200 : 404;
+    return r;
+}
+
+http_response blob_upload(api_context & ctx, const http_request & req, const body_reader & read) {
+    const auto expected = digest_param(req);
+    auto & blobs = ctx.models.catalog().store().blobs();
+    if (blobs.has(expected)) return json_response(json::object(), 200);
+    auto writer = blobs.begin_write();
+    if (!writer) raise(writer.err());
+    status failed;
+    bool whole = read([&](const char * d, size_t n) {
+        failed = writer->write(d, n);
+        return failed.ok();
+    });
+    if (!failed) raise(failed.err());
+    if (!whole) throw api_error(400, "the upload ended before the whole blob arrived", "body");
+    auto committed = writer->commit(expected);
+    if (!committed) throw api_error(400, "the uploaded bytes do not match " + expected.api() + ": " + committed.err().message, "digest");
+    return json_response(json::object(), 201);
 }
 
 }  // namespace
 
-std::vector<route> store_routes(api_context &) {
+std::vector<route> store_routes(api_context & ctx) {
+    auto c = &ctx;
     return {
-        {"POST", "/api/pull", not_yet("/api/pull")},
-        {"POST", "/api/push", not_yet("/api/push")},
-        {"POST", "/api/create", not_yet("/api/create")},
-        {"POST", "/api/copy", not_yet("/api/copy")},
-        {"DELETE", "/api/delete", not_yet("/api/delete")},
-        {"HEAD", "/api/blobs/:digest", not_yet("/api/blobs")},
-        {"POST", "/api/blobs/:digest", not_yet("/api/blobs")},
+        {"POST", "/api/pull", [c](const http_request & r) { return pull(*c, r); }},
+        {"POST", "/api/push", [](const http_request &) -> http_response { throw api_error(501, "push is not supported: Rustycage pulls from Hugging Face only"); }},
+        {"POST", "/api/create", [c](const http_request & r) { return create(*c, r); }},
+        {"POST", "/api/copy", [c](const http_request & r) { return copy(*c, r); }},
+        {"DELETE", "/api/delete", [c](const http_request & r) { return remove(*c, r); }},
+        {"HEAD", "/api/blobs/:digest", [c](const http_request & r) { return blob_exists(*c, r); }},
+        {"POST", "/api/blobs/:digest", nullptr, [c](const http_request & r, const body_reader & b) { return blob_upload(*c, r, b); }},
     };
 }
 

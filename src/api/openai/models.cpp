@@ -21,7 +21,8 @@ std::vector<route> models_routes(api_context & ctx) {
         {"GET", "/v1/models",
          [&ctx](const http_request &) {
              json data = json::array();
-             for (const auto & e : ctx.models.catalog().list()) data.push_back(model_json(e));
+             for (const auto & e : ctx.models.catalog().list())
+                 if (e.servable()) data.push_back(model_json(e));  // quarantined models are not offered
              http_response r;
              r.body = dump(json{{"object", "list"}, {"data", data}});
              return r;
