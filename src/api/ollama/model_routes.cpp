@@ -122,7 +122,9 @@ http_response ps(api_context & ctx) {
     for (const auto & lm : loaded) {
         auto entry = ctx.models.catalog().find(lm.name);
         auto f = entry ? facts_for(entry.value()) : nullptr;
-        const auto size = lm.engine->model().info().size_bytes;
+        // Ollama's size is the memory the model takes: weights, KV cache and buffers (the estimate
+        // the memory budget admitted it with).
+        const auto size = lm.memory > 0 ? lm.memory : lm.engine->model().info().size_bytes;
         models.push_back({{"name", display_name(lm.name)},
                           {"model", display_name(lm.name)},
                           {"size", size},

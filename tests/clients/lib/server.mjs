@@ -123,7 +123,7 @@ class Server {
  * Starts `rustycage serve` on free ports with the given models (served name → file in modelsDir,
  * symlinked into a fresh models dir). Rejects with the server's output when it does not come up.
  */
-export async function startServer({ models = DEFAULT_MODELS, args = [], startTimeoutMs = 60_000 } = {}) {
+export async function startServer({ models = DEFAULT_MODELS, args = [], env: extraEnv = {}, startTimeoutMs = 60_000 } = {}) {
   if (!fs.existsSync(binary)) throw new Error(`rustycage binary not found: ${binary} (set RUSTYCAGE_BIN)`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rc-clients-'));
   const modelDir = path.join(dir, 'models');
@@ -146,7 +146,7 @@ export async function startServer({ models = DEFAULT_MODELS, args = [], startTim
   ];
   // A clean environment for the server: no RUSTYCAGE_* settings leak in from the caller's shell
   // (e.g. RUSTYCAGE_API_KEYS would turn on auth).
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUSTYCAGE_')));
+  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUSTYCAGE_'))), ...extraEnv };
   const child = spawn(binary, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const server = new Server(child, dir);
   running.add(server);
