@@ -96,13 +96,13 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
                            {"model", "tier"});
     auto * corrupt = add("rustycage_kv_corrupt_blocks_total", "Disk blocks dropped because their header or checksum was wrong.",
                          metric_type::counter, {"model"});
-    auto * promotions = add("rustycage_kv_promotions_total", "Block promotions, by source tier.", metric_type::counter, {"model", "source"});
-    auto * promotion_seconds = add("rustycage_kv_promotion_seconds_total", "Total time spent promoting blocks, by source tier.",
-                                   metric_type::counter, {"model", "source"});
+    auto * promotion_seconds = add("rustycage_kv_promotion_seconds",
+                                   "Time to bring one block into the context, by source tier (disk: read by the I/O pool, then restored).",
+                                   metric_type::histogram, {"model", "source"});
     auto * bytes = add("rustycage_kv_tier_bytes", "Bytes of KV blocks held in a tier.", metric_type::gauge, {"model", "tier"});
     auto * budget = add("rustycage_kv_tier_budget_bytes", "Byte budget of a tier.", metric_type::gauge, {"model", "tier"});
     auto * blocks = add("rustycage_kv_tier_blocks", "KV blocks held in a tier.", metric_type::gauge, {"model", "tier"});
-    registry.add_collector([&models, cached, tokens, moves, move_bytes, evictions, corrupt, promotions, promotion_seconds, bytes, budget,
+    registry.add_collector([&models, cached, tokens, moves, move_bytes, evictions, corrupt, promotion_seconds, bytes, budget,
                             blocks](metrics::scrape_sink & s) {
         for (const auto & m : models.loaded()) {
             if (!m.engine || m.engine->is_embedding()) continue;
@@ -118,9 +118,13 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
             for (int i = 0; i < 3; ++i) s.add(*evictions, {m.name, kv::tier_names[i]}, static_cast<double>(st.evictions[i].load()));
             s.add(*corrupt, {m.name}, static_cast<double>(kv->corrupt_blocks()));
             for (int i = 0; i < 2; ++i) {
-                const char * src = i == 0 ? "host" : "disk";
-                s.add(*promotions, {m.name, src}, static_cast<double>(st.promotion_latency[i].count.load()));
-                s.add(*promotion_seconds, {m.name, src}, static_cast<double>(st.promotion_latency[i].sum_us.load()) / 1e6);
+                const auto & h = st.promotion_latency[i];
+                metrics::scrape_sink::histogram_sample hs;
+                hs.bounds.assign(h.bounds.begin(), h.bounds.end());
+                uint64_t running = 0;
+                for (const auto & b : h.buckets) hs.cumulative.push_back(running += b.load());
+                hs.sum = static_cast<double>(h.sum_us.load()) / 1e6;
+                s.add_histogram(*promotion_seconds, {m.name, i == 0 ? "host" : "disk"}, std::move(hs));
             }
             const auto & o = kv->options();
             s.add(*bytes, {m.name, "host"}, static_cast<double>(kv->host_bytes()));

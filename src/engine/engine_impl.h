@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <deque>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -24,7 +25,8 @@ struct reuse_plan {
     sequence * donor = nullptr;
     int from_context = 0;
     std::vector<kv::block_key> tier_keys;  // consecutive blocks starting at token `from_context`
-    std::vector<int> tier_tokens;          // tokens each of those blocks covers
+    std::vector<int> tier_tokens;          // tokens each of those blocks covers (the last may keep fewer
+                                           // than its stored block holds: a prompt-end alias, trimmed)
     std::vector<kv::tier_name> tier_of;
     bool needs_disk() const;
 };
@@ -53,6 +55,15 @@ struct engine::impl {
     int max_idle = 0;                     // idle conversations kept in the context
     std::vector<promotion> promoting;
     prefill_rate prefill_speed;           // sizes the prefill budget while streams decode
+    // Where a demoted conversation's prompt ended inside a stored block: the partial key of the
+    // prompt's end → that block's key. A resume that diverges there (the client resent our reply
+    // edited, or regenerates it) restores the block and trims it, without storing a second copy.
+    struct prompt_end_alias {
+        kv::block_key target;
+        int from = 0;  // the block's first token
+    };
+    std::unordered_map<kv::block_key, prompt_end_alias, kv::block_key_hash> prompt_end_aliases;
+    std::deque<kv::block_key> prompt_end_order;  // oldest first, bounded
 
     std::atomic<int> queued{0};
     std::atomic<int> running{0};

@@ -63,7 +63,14 @@ reuse_plan engine::impl::plan_reuse(const sequence & s) {
     }
     for (int m = std::min(B - 1, limit - covered); m > 0; --m) {
         auto key = kv::partial_block_key(prev, toks.subspan(covered, m));
-        if (auto where = kv->where(key)) {
+        auto where = kv->where(key);
+        if (!where) {
+            if (auto a = prompt_end_aliases.find(key); a != prompt_end_aliases.end() && a->second.from == covered) {
+                key = a->second.target;
+                where = kv->where(key);
+            }
+        }
+        if (where) {
             tiers.tier_keys.push_back(key);
             tiers.tier_tokens.push_back(m);
             tiers.tier_of.push_back(*where);
@@ -89,15 +96,17 @@ void engine::impl::apply_reuse(sequence & s, const reuse_plan & plan, const std:
     for (size_t i = 0; i < plan.tier_keys.size(); ++i) {
         const bool on_disk = plan.tier_of[i] == kv::tier_name::disk;
         kv::blob_ptr blob = i < disk_blobs.size() && disk_blobs[i] ? disk_blobs[i] : kv->host_get(plan.tier_keys[i]);
-        if (!blob || blob->pos0 != n || blob->n_tokens != plan.tier_tokens[i]) break;  // evicted meanwhile: compute the rest
+        const int keep = plan.tier_tokens[i];
+        if (!blob || blob->pos0 != n || blob->n_tokens < keep) break;  // evicted meanwhile: compute the rest
         auto t0 = steady::now();
         bool ok = bridge->restore(*blob, s.id);
         if (!ok && evict_lru_idle()) ok = bridge->restore(*blob, s.id);
         if (!ok) break;
-        kv->stats().add_tokens(on_disk ? kv::source::disk : kv::source::host, static_cast<uint64_t>(blob->n_tokens));
+        if (blob->n_tokens > keep) llama_memory_seq_rm(mem, s.id, n + keep, -1);  // a prompt-end alias: trim
+        kv->stats().add_tokens(on_disk ? kv::source::disk : kv::source::host, static_cast<uint64_t>(keep));
         kv->stats().add_move(kv::move::host_to_context, blob->bytes.size());
         kv->stats().promotion_latency[0].observe(seconds_since(t0));
-        n += blob->n_tokens;
+        n += keep;
     }
     s.n_past = n;
     s.n_reused = n;
@@ -183,6 +192,19 @@ void engine::impl::save_blocks(sequence & s) {
     if (!kv) return;
     const int B = kv->block_size();
     const std::span<const llama_token> toks(s.tokens.data(), static_cast<size_t>(s.n_past));
+    // The prompt's end, when it lies inside a block that also holds our reply: remembered as an
+    // alias of that block (see prompt_end_aliases).
+    const int prompt_end = s.n_prompt < s.n_past && s.n_prompt % B != 0 ? s.n_prompt : -1;
+    auto remember_prompt_end = [&](const kv::block_key & prev, int from, const kv::block_key & target) {
+        if (prompt_end <= from || prompt_end >= from + B) return;
+        auto alias = kv::partial_block_key(prev, toks.subspan(from, prompt_end - from));
+        if (!prompt_end_aliases.emplace(alias, prompt_end_alias{target, from}).second) return;
+        prompt_end_order.push_back(alias);
+        if (prompt_end_order.size() > 4096) {
+            prompt_end_aliases.erase(prompt_end_order.front());
+            prompt_end_order.pop_front();
+        }
+    };
     kv::block_key prev = kv->root(s.req.cache_salt);
     int p = 0;
     for (; p + B <= s.n_past; p += B) {
@@ -190,6 +212,7 @@ void engine::impl::save_blocks(sequence & s) {
         if (p >= s.n_saved && !kv->where(key)) {
             if (auto blob = bridge->save(s.id, p, p + B)) kv->store(key, std::move(blob));
         }
+        remember_prompt_end(prev, p, key);
         prev = key;
     }
     if (p < s.n_past) {
@@ -197,6 +220,7 @@ void engine::impl::save_blocks(sequence & s) {
         if (!kv->where(key)) {
             if (auto blob = bridge->save(s.id, p, s.n_past)) kv->store(key, std::move(blob));
         }
+        remember_prompt_end(prev, p, key);
     }
     s.n_saved = p;
 }

@@ -14,6 +14,17 @@ void scrape_sink::add(const collected_family & f, std::vector<std::string> label
     samples_[&f][std::move(label_values)] = value;
 }
 
+void scrape_sink::add_histogram(const collected_family & f, std::vector<std::string> label_values, histogram_sample h) {
+    label_values.resize(f.label_names().size());
+    h.cumulative.resize(h.bounds.size() + 1, h.cumulative.empty() ? 0 : h.cumulative.back());
+    histograms_[&f][std::move(label_values)] = std::move(h);
+}
+
+const std::map<std::vector<std::string>, scrape_sink::histogram_sample> * scrape_sink::histograms(const collected_family & f) const {
+    auto it = histograms_.find(&f);
+    return it == histograms_.end() ? nullptr : &it->second;
+}
+
 const std::map<std::vector<std::string>, double> * scrape_sink::samples(const collected_family & f) const {
     auto it = samples_.find(&f);
     return it == samples_.end() ? nullptr : &it->second;
@@ -76,7 +87,6 @@ result<histogram_family *> registry::add_histogram(std::string name, std::string
 
 result<collected_family *> registry::add_collected(std::string name, std::string help, metric_type type,
                                                    std::vector<std::string> label_names) {
-    if (type == metric_type::histogram) return make_error(errc::invalid_argument, "collected family '" + name + "' must be a counter or a gauge");
     std::lock_guard lock(mutex_);
     if (auto st = check_new(name, type, label_names); !st) return st.err();
     auto f = std::make_unique<collected_family>(std::move(name), std::move(help), type, std::move(label_names));

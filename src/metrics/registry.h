@@ -21,7 +21,7 @@
 namespace rc::metrics {
 
 // A family whose samples a collector produces afresh at every scrape (series of a model that was
-// unloaded simply stop appearing). Counter or gauge.
+// unloaded simply stop appearing). Counter, gauge, or histogram (buckets kept by their owner).
 class collected_family final : public family_base {
   public:
     using family_base::family_base;
@@ -35,11 +35,22 @@ class scrape_sink {
     // same label values replaces the first (an exposition must not repeat a series).
     void add(const collected_family & f, std::vector<std::string> label_values, double value);
 
+    // One series of a histogram family: `bounds` (finite, increasing), `cumulative` counts per
+    // bound plus +Inf (size bounds + 1, non-decreasing), and the sum of observations.
+    struct histogram_sample {
+        std::vector<double> bounds;
+        std::vector<uint64_t> cumulative;
+        double sum = 0;
+    };
+    void add_histogram(const collected_family & f, std::vector<std::string> label_values, histogram_sample h);
+
     // The samples of `f`, sorted by label values; null when there are none.
     const std::map<std::vector<std::string>, double> * samples(const collected_family & f) const;
+    const std::map<std::vector<std::string>, histogram_sample> * histograms(const collected_family & f) const;
 
   private:
     std::map<const collected_family *, std::map<std::vector<std::string>, double>> samples_;
+    std::map<const collected_family *, std::map<std::vector<std::string>, histogram_sample>> histograms_;
 };
 
 using collector = std::function<void(scrape_sink &)>;
@@ -63,7 +74,7 @@ class registry {
     result<gauge_family *> add_gauge(std::string name, std::string help, std::vector<std::string> label_names = {});
     result<histogram_family *> add_histogram(std::string name, std::string help, std::vector<std::string> label_names,
                                              std::vector<double> bounds);
-    // `type`: counter or gauge (a collected histogram is not supported).
+    // Any type; a histogram's collector reports whole series with scrape_sink::add_histogram.
     result<collected_family *> add_collected(std::string name, std::string help, metric_type type,
                                              std::vector<std::string> label_names = {});
 

@@ -115,6 +115,64 @@ TEST_F(kv_tiers, resumed_conversation_recomputes_only_the_new_turn_plus_one) {
     EXPECT_LE(recomputed, static_cast<int>(more.size()) + 1) << "prompt " << r.done.usage.prompt_tokens << " cached " << r.done.usage.cached_tokens;
 }
 
+TEST_F(kv_tiers, a_resume_without_our_reply_recomputes_only_the_new_turn_plus_one) {
+    auto e = start({.host_budget = 64u << 20, .cached_sequences = 1});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    ASSERT_NE(a.size() % 16, 0u) << "the prompt must end inside a block for this test";
+    auto turn1 = run(*e, a, 20);
+    run(*e, tokens(*e, prompt_b));  // evicts A to host
+    // The client edited (or re-rendered) our reply: it diverges where the reply began.
+    std::vector<llama_token> edited = a;
+    auto more = e->model().tokenize(" Actually, tell me about movable type instead.", false, false);
+    edited.insert(edited.end(), more.begin(), more.end());
+    auto r = run(*e, edited);
+    EXPECT_EQ(r.done.usage.cached_tokens, static_cast<int>(a.size()));
+    EXPECT_LE(r.done.usage.prompt_tokens - r.done.usage.cached_tokens, static_cast<int>(more.size()) + 1);
+
+    // Identical output to computing the edited prompt from scratch on a fresh engine.
+    auto fresh = start({});
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(run(*fresh, edited).tokens, r.tokens);
+}
+
+TEST_F(kv_tiers, interleaved_sequences_in_a_fragmented_cell_pool_restore_identically) {
+    // Reference outputs from an engine that never evicts anything.
+    std::vector<std::vector<llama_token>> prompts;
+    auto ref_engine = start({});
+    ASSERT_TRUE(ref_engine);
+    for (int c = 0; c < 10; ++c) {
+        std::string text = "Thread " + std::to_string(c) + " says";
+        for (int w = 0; w < 4 + 2 * c; ++w) text += " w" + std::to_string(c * 31 + w);  // lengths differ: holes differ
+        prompts.push_back(tokens(*ref_engine, text));
+    }
+    std::vector<std::vector<llama_token>> ref;
+    for (const auto & p : prompts) ref.push_back(run(*ref_engine, p, 10).tokens);
+    ref_engine.reset();
+
+    // A small pool, four sequences decoding at once with different lengths, conversations kept idle
+    // and evicted in between: cells are freed out of order, so restored blocks land in a pool full
+    // of holes.
+    auto e = start({.host_budget = 64u << 20, .cached_sequences = 2}, 512);
+    ASSERT_TRUE(e);
+    for (int round = 0; round < 3; ++round) {
+        std::vector<std::pair<int, std::shared_ptr<engine::request_channel>>> running;
+        for (int k = 0; k < 10; ++k) {
+            int c = (k * 3 + round) % 10;
+            running.emplace_back(c, submit_ok(*e, req(prompts[c], 10)));
+            if (running.size() == 4 || k == 9) {
+                for (auto & [idx, ch] : running) {
+                    auto r = collect(*ch);
+                    ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+                    EXPECT_EQ(r.tokens, ref[idx]) << "conversation " << idx << " round " << round;
+                }
+                running.clear();
+            }
+        }
+    }
+    EXPECT_GT(tokens_from(*e, kv::source::host), 0u) << "some prompts came back from the host tier";
+}
+
 TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) {
     run_result first;
     std::vector<llama_token> a;

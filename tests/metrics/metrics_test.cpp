@@ -142,7 +142,6 @@ TEST(metrics_registry, rejects_bad_registrations) {
     EXPECT_FALSE(reg.add_histogram("app_h", "x", {}, {2, 1}).ok());
     EXPECT_FALSE(reg.add_histogram("app_h", "x", {}, {1, std::nan("")}).ok());
     EXPECT_FALSE(reg.add_collected("app_c", "x", metric_type::counter).ok());  // collected counters need _total too
-    EXPECT_FALSE(reg.add_collected("app_h2", "x", metric_type::histogram).ok());
     ASSERT_TRUE(reg.add_gauge("app_g", "x").ok());
     auto dup = reg.add_counter("app_g", "x");
     EXPECT_FALSE(dup.ok());
@@ -170,6 +169,21 @@ TEST(metrics_registry, collectors_emit_fresh_samples_each_scrape) {
     models.clear();
     text = reg.expose();
     EXPECT_FALSE(contains(text, "app_queue_depth")) << "a family without samples is omitted entirely:\n" << text;
+}
+
+TEST(metrics_registry, collected_histograms_are_written_as_histograms) {
+    registry reg;
+    auto * h = reg.add_collected("app_restore_seconds", "Restore time.", metric_type::histogram, {"source"}).value();
+    reg.add_collector([h](scrape_sink & s) { s.add_histogram(*h, {"disk"}, {{0.01, 0.1}, {1, 3, 4}, 0.35}); });
+    std::string text = reg.expose();
+    EXPECT_TRUE(contains(text, "# TYPE app_restore_seconds histogram\n"
+                               "app_restore_seconds_bucket{source=\"disk\",le=\"0.01\"} 1\n"
+                               "app_restore_seconds_bucket{source=\"disk\",le=\"0.1\"} 3\n"
+                               "app_restore_seconds_bucket{source=\"disk\",le=\"+Inf\"} 4\n"
+                               "app_restore_seconds_sum{source=\"disk\"} 0.35\n"
+                               "app_restore_seconds_count{source=\"disk\"} 4\n"))
+        << text;
+    EXPECT_EQ(promtool_problems(text), "");
 }
 
 TEST(metrics_registry, a_throwing_collector_does_not_break_the_scrape) {
