@@ -91,12 +91,21 @@ describe('ollama client: model store', { timeout: 600_000 }, () => {
     assert.equal(statuses.at(-1), 'success', statuses.join(', '));
     assert.ok((await names(ollama)).includes('uploaded:latest'));
 
-    const done = await ollama.create({ model: 'tuned', from: PULLED, system: 'You are terse.', parameters: { temperature: 0.2, stop: ['\n\n'] } });
+    const done = await ollama.create({ model: 'tuned', from: PULLED, system: 'You are terse.', parameters: { temperature: 0.2, stop: ['\n\n'], num_predict: 3 } });
     assert.equal(done.status, 'success');
     const s = await ollama.show({ model: 'tuned' });
     assert.equal(s.system, 'You are terse.');
     assert.match(s.parameters, /temperature 0\.2/);
     assert.match(s.modelfile, /SYSTEM """You are terse\."""/);
+
+    // The model's defaults apply to requests that do not say otherwise.
+    const messages = [{ role: 'user', content: 'Hello there' }];
+    const withSystem = await ollama.chat({ model: PULLED, messages: [{ role: 'system', content: 'You are terse.' }, ...messages], options: { num_predict: 3 } });
+    const tuned = await ollama.chat({ model: 'tuned', messages });
+    assert.equal(tuned.prompt_eval_count, withSystem.prompt_eval_count, 'the system prompt is rendered into the prompt');
+    assert.ok(tuned.eval_count <= 3, `num_predict 3 from the model's parameters, got ${tuned.eval_count}`);
+    const longer = await ollama.chat({ model: 'tuned', messages, options: { num_predict: 6, stop: [] } });
+    assert.ok(longer.eval_count > 3 || longer.done_reason === 'stop', 'a request option overrides the default');
   });
 
   it('a blob with the wrong digest is refused and nothing is stored', async () => {

@@ -3,6 +3,8 @@
 // objects). Streamed lines carry content and thinking deltas; tool calls arrive whole, in one line
 // once the reply is complete, as Ollama sends them. Empty messages load the model (done_reason
 // "load"), or with keep_alive 0 unload it ("unload").
+#include <algorithm>
+
 #include "api/api_error.h"
 #include "api/ollama/chat_messages.h"
 #include "api/ollama/keep_alive.h"
@@ -34,8 +36,16 @@ http_response handle(api_context & ctx, const http_request & req) {
     auto started = steady::now();
     json body = parse_body(req);
     std::string name = model_field(body);
+    auto model_system = apply_model_defaults(ctx, name, body);
     engine::chat_input in;
     in.messages = read_messages(body);
+    bool has_system = std::any_of(in.messages.begin(), in.messages.end(), [](const auto & m) { return m.role == "system"; });
+    if (model_system && !has_system && !in.messages.empty()) {
+        common_chat_msg sys;
+        sys.role = "system";
+        sys.content = *model_system;
+        in.messages.insert(in.messages.begin(), sys);
+    }
     in.tools = read_tools(body);
     in.parallel_tool_calls = true;  // Ollama returns every call the model makes
     in.json_schema = read_format(body);

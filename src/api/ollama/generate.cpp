@@ -70,8 +70,10 @@ http_response handle(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     std::string name = model_field(body);
     refuse_unsupported(body);
+    auto model_system = apply_model_defaults(ctx, name, body);
     std::string prompt = opt_string(body, "prompt").value_or("");
-    std::string system = opt_string(body, "system").value_or("");
+    bool raw_mode = body.contains("raw") && body["raw"].is_boolean() && body["raw"].get<bool>();
+    std::string system = opt_string(body, "system").value_or(raw_mode ? "" : model_system.value_or(""));
     bool raw = read_bool(body, "raw", false);
     if (raw && !system.empty()) bad_request("raw mode does not support 'system': put it in the prompt", "system");
     std::string format = read_format(body);

@@ -53,6 +53,21 @@ models::model_entry find_model(api_context & ctx, const std::string & name) {
     return e.value();
 }
 
+std::optional<std::string> apply_model_defaults(api_context & ctx, const std::string & name, json & body) {
+    auto e = ctx.models.catalog().find(name);
+    if (!e) return std::nullopt;
+    if (!e->parameters.empty()) {
+        auto it = body.find("options");
+        if (it == body.end() || it->is_null()) body["options"] = json::object();
+        json & o = body["options"];
+        if (o.is_object()) {
+            for (auto p = e->parameters.begin(); p != e->parameters.end(); ++p)
+                if (!o.contains(p.key())) o[p.key()] = p.value();
+        }
+    }
+    return e->system;
+}
+
 acquired_model acquire(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive) {
     find_model(ctx, name);  // 404 in Ollama's words before anything loads
     auto started = steady::now();

@@ -32,6 +32,10 @@ std::string model_field(const json & body);
 // server cannot hold yet (namespaces, tags other than latest): to a client both mean "pull it first".
 models::model_entry find_model(api_context & ctx, const std::string & name);
 
+// A store model's Modelfile defaults (parameters, system prompt) under what the request gives:
+// its `parameters` fill body["options"] where the request has no value; returns its system prompt.
+std::optional<std::string> apply_model_defaults(api_context & ctx, const std::string & name, json & body);
+
 struct acquired_model {
     std::shared_ptr<engine::engine> eng;
     std::chrono::nanoseconds load_time{0};  // time spent in acquire: the load, or ~0 when loaded
