@@ -5,8 +5,10 @@
 #                  across batch shapes (integer dot products), so tests that demand bit-identical
 #                  greedy output across batch compositions use it
 #   tiny-embed     BERT embedding model
+#   tiny-mamba     recurrent (Mamba-1) chat model: per-sequence state instead of a KV cache
 file(MAKE_DIRECTORY ${OUT})
-foreach(spec "tiny-chat|--preset;tiny-chat" "tiny-chat-q8|--preset;tiny-chat;--type;q8_0" "tiny-embed|--preset;tiny-embed")
+foreach(spec "tiny-chat|--preset;tiny-chat" "tiny-chat-q8|--preset;tiny-chat;--type;q8_0" "tiny-embed|--preset;tiny-embed"
+             "tiny-mamba|--preset;tiny-mamba")
   string(REPLACE "|" ";" parts "${spec}")
   list(GET parts 0 name)
   list(SUBLIST parts 1 -1 args)

@@ -9,6 +9,7 @@ namespace {
 
 constexpr std::string_view k_tokenizer_prefix = "tokenizer.";
 constexpr const char * k_chat_template_key = "tokenizer.chat_template";
+constexpr const char * k_tokenizer_pre_key = "tokenizer.ggml.pre";
 
 std::string source_hint(const std::filesystem::path & llama_src) {
     return " (llama.cpp source tree: " + llama_src.string() + "; override with --llama-src or RUSTYCAGE_LLAMA_SRC)";
@@ -68,6 +69,14 @@ result<tokenizer_source> load_tokenizer(const preset & p, const std::filesystem:
     return tok;
 }
 
+void ssm_keys(gguf_context * out, const preset & p) {
+    gguf_set_val_u32(out, key(p, "ssm.conv_kernel").c_str(), p.ssm.conv_kernel);
+    gguf_set_val_u32(out, key(p, "ssm.inner_size").c_str(), p.ssm.inner_size);
+    gguf_set_val_u32(out, key(p, "ssm.state_size").c_str(), p.ssm.state_size);
+    gguf_set_val_u32(out, key(p, "ssm.time_step_rank").c_str(), p.ssm.time_step_rank);
+    gguf_set_val_bool(out, key(p, "ssm.dt_b_c_rms").c_str(), p.ssm.dt_b_c_rms);
+}
+
 void set_model_keys(gguf_context * out, const preset & p, const std::string & model_name, const tokenizer_source & tok) {
     const std::string arch(p.arch);
     gguf_set_val_str(out, "general.architecture", arch.c_str());
@@ -117,6 +126,9 @@ void set_model_keys(gguf_context * out, const preset & p, const std::string & mo
         }
     }
     gguf_set_kv(out, scratch.get());
+    if (!p.fallback_tokenizer_pre.empty() && gguf_find_key(out, k_tokenizer_pre_key) < 0) {
+        gguf_set_val_str(out, k_tokenizer_pre_key, std::string(p.fallback_tokenizer_pre).c_str());
+    }
     if (!tok.chat_template.empty()) {
         gguf_set_val_str(out, k_chat_template_key, tok.chat_template.c_str());
     }

@@ -24,7 +24,12 @@ result<tokenizer_source> load_tokenizer(const preset & p, const std::filesystem:
 
 // Writes every key of the model into out, in this order: general.*, <arch>.*, then the copied
 // tokenizer.* keys and tokenizer.chat_template. The vocab file's own chat template, if any, is
-// dropped so that the template always comes from template_file.
+// dropped so that the template always comes from template_file; tokenizer.ggml.pre is added from
+// the preset when the vocab file lacks it.
+// extra_keys hook of recurrent presets: <arch>.ssm.conv_kernel, inner_size, state_size,
+// time_step_rank and dt_b_c_rms from preset::ssm, as convert_hf_to_gguf.py writes them for Mamba.
+void ssm_keys(gguf_context * out, const preset & p);
+
 void set_model_keys(gguf_context * out, const preset & p, const std::string & model_name, const tokenizer_source & tok);
 
 }  // namespace rc::mkmodel

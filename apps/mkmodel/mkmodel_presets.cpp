@@ -1,5 +1,7 @@
 #include "mkmodel_presets.h"
 
+#include "mkmodel_metadata.h"
+
 namespace rc::mkmodel {
 namespace {
 
@@ -89,6 +91,38 @@ constexpr preset k_presets[] = {
         .file_type = LLAMA_FTYPE_MOSTLY_Q8_0,
         .scales = {.embd = 0.02f, .matrix = 0.1f, .output = 0.5f},
         .tensors = tensors_llama,
+    },
+    {
+        // A recurrent model: per-sequence state instead of a per-token KV cache. Mamba-130m's
+        // tokenizer (GPT-NeoX, which convert_hf_to_gguf.py also uses for Mamba checkpoints without
+        // tokenizer files) and tiny-chat's ChatML template, whose markers the NeoX vocab tokenizes
+        // as plain text. Mamba-1 shape rules: d_inner = 2 * n_embd (the only expansion llama.cpp
+        // accepts), dt_rank = ceil(n_embd / 16), d_state 16 and d_conv 4 as in every Mamba release.
+        // llama.cpp reads no head count or FFN size for mamba; both are written as 0, as by
+        // convert_hf_to_gguf.py. The context length is arbitrary for a recurrent model (convert writes
+        // 2^20); 32768 as for tiny-chat, since the engine's default context is the trained one.
+        .name = "tiny-mamba",
+        .summary = "mamba (recurrent), 4 layers x 128, d_inner 256, d_state 16, F16, GPT-NeoX tokenizer, ChatML template",
+        .arch = "mamba",
+        .vocab_file = "ggml-vocab-gpt-neox.gguf",
+        .template_file = "Qwen-Qwen2.5-7B-Instruct.jinja",
+        // The NeoX vocab file predates tokenizer.ggml.pre; convert_hf_to_gguf.py writes "mpt" (the
+        // GPT-NeoX pre-tokenizer regex) when it builds a Mamba model from it.
+        .fallback_tokenizer_pre = "mpt",
+        .n_layer = 4,
+        .n_embd = 128,
+        .n_head = 0,
+        .n_ff = 0,
+        .n_ctx = 32768,
+        .norm = norm_kind::rms,
+        .norm_eps = 1e-5f,
+        .ssm = {.conv_kernel = 4, .inner_size = 256, .state_size = 16, .time_step_rank = 8, .dt_b_c_rms = false},
+        .tied_embeddings = false,
+        .matrix_type = GGML_TYPE_F16,
+        .file_type = LLAMA_FTYPE_MOSTLY_F16,
+        .scales = {.embd = 0.02f, .matrix = 0.1f, .output = 0.5f},
+        .tensors = tensors_mamba,
+        .extra_keys = ssm_keys,
     },
     {
         .name = "tiny-embed",

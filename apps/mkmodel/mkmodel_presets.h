@@ -31,6 +31,15 @@ struct weight_scales {
     float output = 0.02f;  // an untied lm head (output.weight)
 };
 
+// The state-space shape of a recurrent (Mamba) model: the <arch>.ssm.* keys. Zero for other models.
+struct ssm_shape {
+    uint32_t conv_kernel = 0;     // d_conv: taps of the causal depthwise convolution
+    uint32_t inner_size = 0;      // d_inner: llama.cpp's mamba accepts only 2 * n_embd
+    uint32_t state_size = 0;      // d_state: SSM state per inner channel
+    uint32_t time_step_rank = 0;  // dt_rank: width of the low-rank dt projection
+    bool dt_b_c_rms = false;      // RMS-norm dt, B and C (FalconMamba); false for Mamba
+};
+
 struct preset {
     std::string_view name = {};
     std::string_view summary = {};
@@ -38,6 +47,9 @@ struct preset {
     std::string_view arch = {};           // general.architecture and the prefix of the hyperparameter keys
     std::string_view vocab_file = {};     // <llama-src>/models/<vocab_file>: every tokenizer.* key is copied
     std::string_view template_file = {};  // <llama-src>/models/templates/<template_file>; empty: none
+    // tokenizer.ggml.pre to write when the vocab file has none (old vocab files, e.g. GPT-NeoX);
+    // empty: leave it absent (llama.cpp then warns and uses its default pre-tokenizer).
+    std::string_view fallback_tokenizer_pre = {};
 
     uint32_t n_layer = 0;
     uint32_t n_embd = 0;
@@ -53,6 +65,8 @@ struct preset {
     bool write_vocab_size = false;                          // <arch>.vocab_size
     std::optional<uint32_t> pooling_type = std::nullopt;    // <arch>.pooling_type (a llama_pooling_type)
     std::optional<bool> causal_attention = std::nullopt;    // <arch>.attention.causal
+
+    ssm_shape ssm{};  // recurrent models only; written by the ssm_keys hook
 
     bool tied_embeddings = true;  // decoders: no output.weight, llama.cpp reuses token_embd as the lm head
 

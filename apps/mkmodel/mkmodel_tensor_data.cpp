@@ -51,10 +51,16 @@ void produce_chunk(const tensor_spec & spec, const chunk_layout & l, uint64_t mo
         case fill_kind::normal: {
             rng_xoshiro256 rng(chunk_seed(model_seed, spec.name, static_cast<uint64_t>(chunk)));
             for (float & v : scratch) {
-                v = spec.std * rng.normal();
+                v = spec.mean + spec.std * rng.normal();
             }
             break;
         }
+        case fill_kind::negative_ramp:
+            // Chunks hold whole rows, so the position in the row is the index modulo the row length.
+            for (size_t i = 0; i < n; ++i) {
+                scratch[i] = -static_cast<float>(static_cast<int64_t>(i) % l.n_per_row + 1);
+            }
+            break;
         case fill_kind::ones:
             std::fill(scratch.begin(), scratch.end(), 1.0f);
             break;

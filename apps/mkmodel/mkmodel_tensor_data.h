@@ -1,4 +1,4 @@
-// Produces the bytes of one tensor (random, ones or zeros; converted to F16 or quantized) and
+// Produces the bytes of one tensor (random, ones, zeros or a ramp; converted to F16 or quantized) and
 // streams them to a file in bounded slabs, so a 1 GB model never sits in memory.
 #pragma once
 

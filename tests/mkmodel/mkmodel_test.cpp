@@ -102,6 +102,27 @@ std::vector<tensor_entry> tensor_directory(const fs::path & path) {
     return out;
 }
 
+// The values of F32 tensor `name` of a GGUF file (empty, with a failure, when absent or not F32).
+std::vector<float> f32_tensor_values(const fs::path & path, const char * name) {
+    ggml_context * data = nullptr;
+    const gguf_init_params params{/*.no_alloc =*/false, /*.ctx =*/&data};
+    const gguf_file_ptr ctx(gguf_init_from_file(path.c_str(), params));
+    std::vector<float> out;
+    if (!ctx || data == nullptr) {
+        ADD_FAILURE() << "cannot read " << path << " as GGUF";
+        return out;
+    }
+    const ggml_tensor * t = ggml_get_tensor(data, name);
+    if (t == nullptr || t->type != GGML_TYPE_F32) {
+        ADD_FAILURE() << name << " is missing or not F32";
+    } else {
+        const auto * v = static_cast<const float *>(t->data);
+        out.assign(v, v + ggml_nelements(t));
+    }
+    ggml_free(data);
+    return out;
+}
+
 std::vector<std::string> names_of(const std::vector<tensor_entry> & tensors) {
     std::vector<std::string> names;
     for (const tensor_entry & t : tensors) {
@@ -290,6 +311,16 @@ TEST_F(mkmodel_test, tiny_embed_is_byte_identical_per_seed) {
     EXPECT_FALSE(a == c) << "a different seed must give different weights";
 }
 
+TEST_F(mkmodel_test, tiny_mamba_is_byte_identical_per_seed) {
+    const auto a = read_file(generate("tiny-mamba", 7, "a.gguf"));
+    const auto b = read_file(generate("tiny-mamba", 7, "b.gguf"));
+    const auto c = read_file(generate("tiny-mamba", 8, "c.gguf"));
+    ASSERT_GT(a.size(), 1000000u);
+    EXPECT_TRUE(a == b) << "same preset and seed must give the same bytes";
+    EXPECT_EQ(a.size(), c.size());
+    EXPECT_FALSE(a == c) << "a different seed must give different weights";
+}
+
 TEST_F(mkmodel_test, thread_count_does_not_change_the_bytes) {
     const auto one = read_file(generate("tiny-chat", 3, "one.gguf", {"--threads", "1"}));
     const auto three = read_file(generate("tiny-chat", 3, "three.gguf", {"--threads", "3"}));
@@ -396,7 +427,7 @@ TEST_F(mkmodel_test, name_flag_sets_general_name) {
 TEST_F(mkmodel_test, list_names_every_preset) {
     const run_result r = run_tool({"--list"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    for (const char * name : {"tiny-chat", "tiny-embed", "bench-1b", "bench-tiny"}) {
+    for (const char * name : {"tiny-chat", "tiny-embed", "tiny-mamba", "bench-1b", "bench-tiny"}) {
         EXPECT_NE(r.out.find(name), std::string::npos) << name;
     }
 }
@@ -477,6 +508,93 @@ TEST_F(mkmodel_test, tiny_chat_greedy_output_is_long_varied_and_peaked) {
         mean += lp / static_cast<double>(run.top_logprobs.size());
     }
     EXPECT_GT(mean, -4.0) << "flat logits: a uniform choice over 151936 tokens is -11.9";
+}
+
+// A recurrent model: llama.cpp must take it as mamba (per-sequence state, no KV cache), its prompt
+// must decode to finite logits and greedy decoding must be varied, like tiny-chat's.
+TEST_F(mkmodel_test, tiny_mamba_loads_as_a_recurrent_mamba_and_generates) {
+    const fs::path path = generate("tiny-mamba", 42, "tiny-mamba.gguf");
+    const model_ptr model = load(path);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(meta(model.get(), "general.architecture"), "mamba");
+    EXPECT_EQ(meta(model.get(), "general.name"), "tiny-mamba");
+    EXPECT_EQ(llama_model_ftype(model.get()), LLAMA_FTYPE_MOSTLY_F16);
+    EXPECT_TRUE(llama_model_is_recurrent(model.get()));
+    EXPECT_FALSE(llama_model_is_hybrid(model.get()));
+    EXPECT_EQ(llama_model_n_embd(model.get()), 128);
+    EXPECT_EQ(llama_model_n_layer(model.get()), 4);
+    EXPECT_EQ(meta(model.get(), "mamba.ssm.conv_kernel"), "4");
+    EXPECT_EQ(meta(model.get(), "mamba.ssm.inner_size"), "256");
+    EXPECT_EQ(meta(model.get(), "mamba.ssm.state_size"), "16");
+    EXPECT_EQ(meta(model.get(), "mamba.ssm.time_step_rank"), "8");
+    EXPECT_EQ(meta(model.get(), "mamba.ssm.dt_b_c_rms"), "false");
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model.get()));
+    EXPECT_EQ(n_vocab, 50432) << "GPT-NeoX vocabulary, as Mamba checkpoints use";
+    EXPECT_EQ(meta(model.get(), "tokenizer.ggml.pre"), "mpt") << "as convert_hf_to_gguf.py writes for Mamba";
+    const char * tmpl = llama_model_chat_template(model.get(), nullptr);
+    ASSERT_NE(tmpl, nullptr);
+    EXPECT_NE(std::string(tmpl).find("<|im_start|>"), std::string::npos);
+
+    // Sane SSM parameters: A = -exp(A_log) is negative (else the state grows without bound), D = 1.
+    const std::vector<float> a = f32_tensor_values(path, "blk.0.ssm_a");
+    ASSERT_EQ(a.size(), 16u * 256u);
+    EXPECT_EQ(a.front(), -1.0f);
+    EXPECT_EQ(a[15], -16.0f);
+    EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](float x) { return x < 0.0f; }));
+    const std::vector<float> d = f32_tensor_values(path, "blk.3.ssm_d");
+    EXPECT_TRUE(!d.empty() && std::all_of(d.begin(), d.end(), [](float x) { return x == 1.0f; }));
+    const std::vector<float> dt_bias = f32_tensor_values(path, "blk.1.ssm_dt.bias");
+    ASSERT_EQ(dt_bias.size(), 256u);
+    for (const float b : dt_bias) {
+        const double dt = std::log1p(std::exp(static_cast<double>(b)));  // softplus
+        EXPECT_TRUE(dt > 1e-5 && dt < 0.5) << "softplus(dt bias) = " << dt;
+    }
+
+    // The whole prompt in one batch: every logit finite.
+    {
+        llama_context_params cparams = llama_context_default_params();
+        cparams.n_ctx = 256;
+        cparams.n_threads = 2;
+        const context_ptr ctx(llama_init_from_model(model.get(), cparams));
+        ASSERT_NE(ctx, nullptr);
+        std::vector<llama_token> prompt = tokenize(model.get(), "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", false);
+        ASSERT_FALSE(prompt.empty());
+        ASSERT_EQ(llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), static_cast<int32_t>(prompt.size()))), 0);
+        const float * logits = llama_get_logits_ith(ctx.get(), -1);
+        ASSERT_NE(logits, nullptr);
+        for (int i = 0; i < n_vocab; ++i) {
+            ASSERT_TRUE(std::isfinite(logits[i])) << "logit " << i;
+        }
+    }
+
+    const auto prompt = tokenize(model.get(), k_chat_prompt, false);
+    ASSERT_FALSE(prompt.empty());
+    const greedy_run run = greedy(model.get(), prompt, 32);
+    EXPECT_FALSE(run.ended) << "ended after " << run.tokens.size() << " tokens";
+    ASSERT_EQ(run.tokens.size(), 32u);
+    EXPECT_GE(std::set<llama_token>(run.tokens.begin(), run.tokens.end()).size(), 24u);
+    double mean = 0.0;
+    for (const double lp : run.top_logprobs) {
+        mean += lp / static_cast<double>(run.top_logprobs.size());
+    }
+    EXPECT_GT(mean, -4.0) << "flat logits: a uniform choice over 50432 tokens is -10.8";
+}
+
+// conv1d, A and D stay F32 whatever --type says; ssm_dt.weight (rows of dt_rank = 8) cannot be
+// Q8_0 and falls back to F16, as in llama-quantize.
+TEST_F(mkmodel_test, tiny_mamba_type_q8_0_keeps_ssm_tensors_loadable) {
+    const fs::path path = generate("tiny-mamba", 42, "tiny-mamba-q8_0.gguf", {"--type", "q8_0"});
+    for (const tensor_entry & t : tensor_directory(path)) {
+        const bool f32 = is_norm_or_bias(t.name) || t.name.find("ssm_conv1d") != std::string::npos ||
+                         t.name.ends_with("ssm_a") || t.name.ends_with("ssm_d");
+        const ggml_type want = f32 ? GGML_TYPE_F32 : t.name.ends_with("ssm_dt.weight") ? GGML_TYPE_F16 : GGML_TYPE_Q8_0;
+        EXPECT_EQ(t.type, want) << t.name;
+    }
+    const model_ptr model = load(path);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(llama_model_ftype(model.get()), LLAMA_FTYPE_MOSTLY_Q8_0);
+    const greedy_run run = greedy(model.get(), tokenize(model.get(), k_chat_prompt, false), 8);
+    EXPECT_EQ(run.tokens.size(), 8u);
 }
 
 TEST_F(mkmodel_test, type_f32_writes_an_all_f32_model) {
