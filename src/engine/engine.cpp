@@ -53,9 +53,10 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     cp.n_ctx = static_cast<uint32_t>(n_ctx);
     // Sequence ids: running + idle conversations kept for reuse + one scratch for block moves.
     // Prefix reuse moves per-token attention KV. Recurrent, hybrid and sliding-window memories do not
-    // split into position ranges that way; until whole-sequence snapshots exist for them, such models
-    // recompute every prompt (never serve a wrong state).
+    // split into position ranges that way: they go through the tiers as whole-sequence snapshots
+    // (engine_kv.cpp), and keep no idle conversations in the context.
     const bool per_token_kv = !info.is_embedding && !info.is_recurrent && !info.is_hybrid && info.n_swa == 0;
+    const bool snapshots = !info.is_embedding && !per_token_kv;
     const int max_idle = per_token_kv ? std::max(0, opts.kv.cached_sequences) : 0;
     cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + max_idle + 1);
     if (cp.n_seq_max > 256) return make_error(errc::invalid_argument, "parallel + cached sequences must stay below 256");
@@ -91,7 +92,8 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     e->impl_->max_idle = max_idle;
     if (!info.is_embedding) {
         e->impl_->bridge = std::make_unique<kv_bridge>(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1));
-        if (per_token_kv && (opts.kv.host_budget > 0 || !opts.kv.disk_dir.empty())) {
+        e->impl_->whole_snapshots = snapshots;
+        if (opts.kv.host_budget > 0 || !opts.kv.disk_dir.empty()) {
             auto kvm = kv::kv_manager::open(opts.kv, kv_identity_of(*m, cp));
             if (!kvm) return kvm.err();
             e->impl_->kv = std::move(kvm.value());
@@ -145,6 +147,19 @@ result<std::shared_ptr<request_channel>> engine::submit(generation_request req) 
     }
     wake_.notify_one();
     return ch;
+}
+
+bool engine::prefetch(std::vector<llama_token> tokens, std::string cache_salt) {
+    if (!impl_->kv || !impl_->kv->disk_enabled() || tokens.empty()) return false;
+    for (llama_token t : tokens)
+        if (!model_->valid_token(t)) return false;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_ || prefetches_.size() >= 64) return false;
+        prefetches_.emplace_back(std::move(tokens), std::move(cache_salt));
+    }
+    wake_.notify_one();
+    return true;
 }
 
 engine_stats engine::stats() const {

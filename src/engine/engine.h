@@ -68,6 +68,11 @@ class engine {
     // Thread-safe.
     result<std::shared_ptr<request_channel>> submit(generation_request req);
 
+    // A hint that a conversation will resume soon: the blocks of `tokens` held on disk are read into
+    // host RAM in the background, so its next request does not wait for the disk. Returns false when
+    // there is no disk tier (nothing to do). Thread-safe; never blocks on I/O.
+    bool prefetch(std::vector<llama_token> tokens, std::string cache_salt);
+
     engine_stats stats() const;
     const llama::model & model() const { return *model_; }
     std::shared_ptr<llama::model> model_ptr() const { return model_; }
@@ -89,6 +94,7 @@ class engine {
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::pair<generation_request, std::shared_ptr<request_channel>>> incoming_;
+    std::deque<std::pair<std::vector<llama_token>, std::string>> prefetches_;
     bool stopping_ = false;
     std::thread thread_;
 };

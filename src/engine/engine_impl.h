@@ -53,6 +53,9 @@ struct engine::impl {
     std::unique_ptr<kv::kv_manager> kv;  // null: no tiers below the context
     std::unique_ptr<kv_bridge> bridge;
     int max_idle = 0;                     // idle conversations kept in the context
+    // Recurrent, hybrid and sliding-window models: the tiers hold whole-sequence snapshots (state
+    // after exactly N tokens, keyed like a block ending at N) instead of per-token blocks.
+    bool whole_snapshots = false;
     std::vector<promotion> promoting;
     prefill_rate prefill_speed;           // sizes the prefill budget while streams decode
     // Where a demoted conversation's prompt ended inside a stored block: the partial key of the
@@ -97,7 +100,10 @@ struct engine::impl {
     void poll_promotions();
     void retire(sequence & s);                          // finished: keep its cells as an idle conversation
     bool evict_lru_idle();                              // demote the least recently used idle conversation
-    void save_blocks(sequence & s);                     // store its not-yet-stored blocks below the context
+    void save_blocks(sequence & s);
+    void save_snapshot(sequence & s, int n_tokens);
+    void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);
+    reuse_plan plan_snapshot(const sequence & s) const;
     int count_idle() const;
 };
 

@@ -40,6 +40,7 @@ reuse_plan engine::impl::plan_reuse(const sequence & s) {
         }
     }
     if (!kv) return plan;
+    if (whole_snapshots) return plan_snapshot(s);
 
     // Below the context: consecutive whole blocks from the block holding the context prefix's end,
     // then the longest partial tail (a resumed conversation's last, unfilled block).
@@ -190,6 +191,10 @@ bool engine::impl::evict_lru_idle() {
 
 void engine::impl::save_blocks(sequence & s) {
     if (!kv) return;
+    if (whole_snapshots) {
+        save_snapshot(s, s.n_past);
+        return;
+    }
     const int B = kv->block_size();
     const std::span<const llama_token> toks(s.tokens.data(), static_cast<size_t>(s.n_past));
     // The prompt's end, when it lies inside a block that also holds our reply: remembered as an
@@ -223,6 +228,68 @@ void engine::impl::save_blocks(sequence & s) {
         remember_prompt_end(prev, p, key);
     }
     s.n_saved = p;
+}
+
+namespace {
+
+// The key of the state after exactly `n` tokens: the block chain's key at n (a full block's key
+// when n is a block boundary, else the partial key of the tail).
+kv::block_key key_at(const kv::block_key & root, std::span<const llama_token> toks, int n, int B) {
+    kv::block_key prev = root;
+    int p = 0;
+    for (; p + B <= n; p += B) prev = kv::full_block_key(prev, toks.subspan(p, B));
+    return p == n ? prev : kv::partial_block_key(prev, toks.subspan(p, n - p));
+}
+
+}  // namespace
+
+void engine::impl::prefetch(const std::vector<llama_token> & tokens, const std::string & salt) {
+    // The consecutive blocks of `tokens` that are on disk only, from the first one not in host RAM
+    // or the context; the I/O pool reads them into host RAM (promote_from_disk keeps them in T1).
+    sequence probe;
+    probe.tokens = tokens;
+    probe.n_prompt = static_cast<int>(tokens.size()) + 1;  // the whole conversation, last token included
+    probe.req.cache_salt = salt;
+    reuse_plan plan = plan_reuse(probe);
+    std::vector<kv::block_key> on_disk;
+    for (size_t i = 0; i < plan.tier_keys.size(); ++i)
+        if (plan.tier_of[i] == kv::tier_name::disk) on_disk.push_back(plan.tier_keys[i]);
+    if (on_disk.empty()) return;
+    rc::log::debug("engine", "prefetch", {{"blocks", static_cast<int64_t>(on_disk.size())}});
+    kv->promote_from_disk(std::move(on_disk), [](std::vector<kv::blob_ptr>) {});
+}
+
+void engine::impl::save_snapshot(sequence & s, int n_tokens) {
+    if (!kv || n_tokens <= 0) return;
+    const std::span<const llama_token> toks(s.tokens.data(), s.tokens.size());
+    auto key = key_at(kv->root(s.req.cache_salt), toks, n_tokens, kv->block_size());
+    if (kv->where(key)) return;
+    // Only the state after the last decoded token exists; the whole sequence is one blob.
+    if (auto blob = bridge->save(s.id, 0, n_tokens)) kv->store(key, std::move(blob));
+}
+
+reuse_plan engine::impl::plan_snapshot(const sequence & s) const {
+    // The longest stored snapshot at or before the last prompt token: a recurrent state cannot be
+    // cut back, so only an exact length can be resumed. Chain keys are computed once; each length
+    // adds one partial key of at most a block of tokens.
+    reuse_plan plan;
+    const int limit = s.n_prompt - 1;
+    const int B = kv->block_size();
+    const std::span<const llama_token> toks(s.tokens);
+    auto root = kv->root(s.req.cache_salt);
+    auto chain = kv::full_block_keys(root, toks.subspan(0, static_cast<size_t>(limit) / B * B), B);
+    for (int n = limit; n > 0; --n) {
+        const int full = n / B;
+        const kv::block_key & prev = full == 0 ? root : chain[static_cast<size_t>(full - 1)];
+        auto key = n % B == 0 ? prev : kv::partial_block_key(prev, toks.subspan(static_cast<size_t>(full) * B, n % B));
+        if (auto where = kv->where(key)) {
+            plan.tier_keys.push_back(key);
+            plan.tier_tokens.push_back(n);
+            plan.tier_of.push_back(*where);
+            break;
+        }
+    }
+    return plan;
 }
 
 }  // namespace rc::engine

@@ -33,13 +33,17 @@ void engine::run() {
             bool busy = std::any_of(im.active.begin(), im.active.end(), [](const auto & s) { return s->live(); });
             if (!busy && im.waiting.empty()) {
                 if (im.promoting.empty()) {
-                    wake_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
+                    wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty(); });
                 } else {
                     // Only disk promotions in flight: look again shortly (they complete on the I/O pool).
-                    wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !incoming_.empty(); });
+                    wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty(); });
                 }
             }
             if (stopping_) break;
+            while (!prefetches_.empty()) {
+                im.prefetch(prefetches_.front().first, prefetches_.front().second);
+                prefetches_.pop_front();
+            }
             while (!incoming_.empty()) {
                 im.waiting.push_back(std::move(incoming_.front()));
                 incoming_.pop_front();
@@ -183,6 +187,9 @@ void engine::impl::sample_outputs() {
         if (!s.decoding) {
             s.decoding = true;
             s.first_token = steady::now();
+            // A recurrent state exists only for the last decoded token: snapshot the prompt's end now,
+            // so a resume that diverges where the reply began can start from it.
+            if (whole_snapshots && kv) save_snapshot(s, s.n_past);
         }
         llama_token tok = common_sampler_sample(s.sampler.get(), ctx, s.logits_row);
         common_sampler_accept(s.sampler.get(), tok, true);

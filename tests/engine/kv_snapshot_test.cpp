@@ -1,0 +1,122 @@
+// Whole-sequence snapshots for a recurrent model (tiny-mamba, DESIGN.md §5): its state is not
+// per-token KV, so the tiers hold the state after exactly N tokens. Greedy output after restoring
+// a snapshot from host RAM, from disk and after a restart must equal a run that recomputed.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "engine_fixture.h"
+
+using namespace rc;
+using namespace rc::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+class kv_snapshots : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        disk_dir = fs::temp_directory_path() /
+                   ("rc-snap-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(disk_dir);
+    }
+    void TearDown() override { fs::remove_all(disk_dir); }
+
+    std::unique_ptr<engine::engine> start(size_t host_budget, bool disk) {
+        engine::engine_options o;
+        o.n_ctx = 2048;
+        o.n_parallel = 2;
+        o.kv.block_size = 16;
+        o.kv.host_budget = host_budget;
+        if (disk) {
+            o.kv.disk_dir = disk_dir;
+            o.kv.disk_budget = 64u << 20;
+        }
+        return start_engine("tiny-mamba", o);
+    }
+    static run_result run(engine::engine & e, const std::vector<llama_token> & prompt, int max_tokens = 12) {
+        engine::generation_request r;
+        r.prompt = prompt;
+        r.sampling.temperature = 0;
+        r.max_tokens = max_tokens;
+        auto out = collect(*submit_ok(e, r));
+        EXPECT_EQ(out.done.kind, engine::generation_event::type::done) << out.done.error_message;
+        return out;
+    }
+    std::vector<llama_token> tokens(engine::engine & e, const std::string & text) { return e.model().tokenize(text, true, false); }
+    static uint64_t from(engine::engine & e, kv::source s) { return e.kv()->stats().prompt_tokens[static_cast<int>(s)].load(); }
+
+    fs::path disk_dir;
+};
+
+const char * prompt_a = "Alice asked about the history of the printing press and how it changed Europe in the fifteenth century";
+const char * prompt_b = "Bob wants a recipe for sourdough bread with a long cold fermentation and a crispy crust please";
+
+}  // namespace
+
+TEST_F(kv_snapshots, the_model_is_recurrent_and_uses_snapshots) {
+    auto e = start(64u << 20, false);
+    ASSERT_TRUE(e);
+    EXPECT_TRUE(e->model().info().is_recurrent);
+    ASSERT_NE(e->kv(), nullptr) << "recurrent models get the tiers too";
+}
+
+TEST_F(kv_snapshots, a_resumed_conversation_restores_its_snapshot_and_continues_identically) {
+    auto e = start(64u << 20, false);
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    auto turn1 = run(*e, a, 16);
+    run(*e, tokens(*e, prompt_b));
+    std::vector<llama_token> turn2 = a;
+    turn2.insert(turn2.end(), turn1.tokens.begin(), turn1.tokens.end());  // what a client sends back
+    auto more = e->model().tokenize(" and what about Gutenberg?", false, false);
+    turn2.insert(turn2.end(), more.begin(), more.end());
+    auto r = run(*e, turn2);
+    EXPECT_LE(r.done.usage.prompt_tokens - r.done.usage.cached_tokens, static_cast<int>(more.size()) + 1);
+    EXPECT_GT(from(*e, kv::source::host), 0u);
+
+    auto fresh = start(0, false);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(run(*fresh, turn2).tokens, r.tokens) << "restored state must give the output of recomputing";
+}
+
+TEST_F(kv_snapshots, a_resume_diverging_at_the_prompt_end_uses_the_prompt_snapshot) {
+    auto e = start(64u << 20, false);
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    run(*e, a, 16);
+    std::vector<llama_token> edited = a;
+    auto more = e->model().tokenize(" Actually, tell me about movable type.", false, false);
+    edited.insert(edited.end(), more.begin(), more.end());
+    auto r = run(*e, edited);
+    EXPECT_EQ(r.done.usage.cached_tokens, static_cast<int>(a.size()));
+
+    auto fresh = start(0, false);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(run(*fresh, edited).tokens, r.tokens);
+}
+
+TEST_F(kv_snapshots, snapshots_survive_a_restart_on_disk) {
+    std::vector<llama_token> a, turn2;
+    run_result turn1;
+    {
+        auto e = start(0, true);
+        ASSERT_TRUE(e);
+        a = tokens(*e, prompt_a);
+        turn1 = run(*e, a, 16);
+        turn2 = a;
+        turn2.insert(turn2.end(), turn1.tokens.begin(), turn1.tokens.end());
+        auto more = e->model().tokenize(" and then?", false, false);
+        turn2.insert(turn2.end(), more.begin(), more.end());
+        ASSERT_TRUE(eventually([&] { return e->kv()->disk_blocks() >= 2; })) << "prompt-end and conversation-end snapshots written back";
+    }
+    auto e = start(0, true);
+    ASSERT_TRUE(e);
+    auto r = run(*e, turn2);
+    EXPECT_GT(from(*e, kv::source::disk), 0u);
+    EXPECT_GE(r.done.usage.cached_tokens, static_cast<int>(a.size()));
+
+    auto fresh = start(0, false);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(run(*fresh, turn2).tokens, r.tokens);
+}
