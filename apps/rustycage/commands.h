@@ -30,5 +30,14 @@ void resolve_kv_defaults(engine_flags & f);
 
 void register_serve(CLI::App & app, std::function<int()> & action);
 void register_run(CLI::App & app, std::function<int()> & action);
+// Model management, like Ollama's CLI (cli_*.cpp).
+void register_pull(CLI::App & app, std::function<int()> & action);
+void register_list(CLI::App & app, std::function<int()> & action);
+void register_show(CLI::App & app, std::function<int()> & action);
+void register_rm(CLI::App & app, std::function<int()> & action);
+void register_cp(CLI::App & app, std::function<int()> & action);
+void register_create(CLI::App & app, std::function<int()> & action);
+void register_search(CLI::App & app, std::function<int()> & action);
+void register_ps(CLI::App & app, std::function<int()> & action);
 
 }  // namespace rc::cli

@@ -10,6 +10,9 @@ int main(int argc, char ** argv) {
     std::function<int()> action;
     rc::cli::register_serve(app, action);
     rc::cli::register_run(app, action);
+    for (auto reg : {rc::cli::register_pull, rc::cli::register_list, rc::cli::register_show, rc::cli::register_rm, rc::cli::register_cp,
+                     rc::cli::register_create, rc::cli::register_search, rc::cli::register_ps})
+        reg(app, action);
     app.add_subcommand("version", "Print the version and the pinned llama.cpp commit")->callback([&action] {
         action = [] {
             std::cout << "rustycage " << RUSTYCAGE_VERSION << " (llama.cpp " << RUSTYCAGE_LLAMA_COMMIT << ")\n";
