@@ -85,8 +85,8 @@ http_response detokenize(api_context & ctx, const http_request & req) {
     return json_ok({{"content", model.detokenize(tokens, true)}});
 }
 
-http_response apply_template(api_context & ctx, const http_request & req) {
-    json body = parse_body(req);
+// body.messages (+ tools, add_generation_prompt) as the model's chat template renders them.
+std::string render_messages(const json & body, const llama::model & model, bool generation_prompt_default) {
     auto messages = body.find("messages");
     if (messages == body.end() || messages->is_null()) bad_request("'messages' is required", "messages");
     if (!messages->is_array() || messages->empty()) bad_request("'messages' must be a non-empty array", "messages");
@@ -110,11 +110,45 @@ http_response apply_template(api_context & ctx, const http_request & req) {
             bad_request(std::string("'tools': ") + e.what(), "tools");
         }
     }
-    if (auto v = opt_bool(body, "add_generation_prompt")) in.add_generation_prompt = *v;
-    auto m = resolve_model(ctx, opt_string(body, "model"));
-    auto rendered = engine::render_chat(m.engine->model(), in);
+    in.add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(generation_prompt_default);
+    auto rendered = engine::render_chat(model, in);
     if (!rendered) raise(rendered.err());
-    return json_ok({{"prompt", rendered->text}});
+    return rendered->text;
+}
+
+http_response apply_template(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    if (!body.contains("messages") || body["messages"].is_null()) bad_request("'messages' is required", "messages");
+    auto m = resolve_model(ctx, opt_string(body, "model"));
+    return json_ok({{"prompt", render_messages(body, m.engine->model(), true)}});
+}
+
+// A hint that a conversation resumes soon: its KV blocks on disk are read into host RAM now, so
+// the next request does not wait for the disk. Takes the conversation so far as `messages` (chat,
+// rendered without a generation prompt) or `prompt` (text or token ids); 202 when a read was
+// scheduled, 200 with "scheduled": false when there is nothing to do (no disk tier).
+http_response prefetch(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    auto m = resolve_model(ctx, opt_string(body, "model"));
+    const auto & model = m.engine->model();
+    std::vector<llama_token> tokens;
+    if (body.contains("messages") && !body["messages"].is_null()) {
+        tokens = model.tokenize(render_messages(body, model, false), true, true);
+    } else if (auto it = body.find("prompt"); it != body.end() && it->is_string()) {
+        tokens = model.tokenize(it->get<std::string>(), true, false);
+    } else if (it != body.end() && it->is_array()) {
+        for (const auto & t : *it) {
+            if (!t.is_number_integer() || !model.valid_token(t.get<llama_token>())) bad_request("'prompt' token ids must be within the vocabulary", "prompt");
+            tokens.push_back(t.get<llama_token>());
+        }
+    } else {
+        bad_request("'messages' or 'prompt' (a string or token ids) is required", "prompt");
+    }
+    if (tokens.empty()) bad_request("nothing to prefetch: the prompt is empty", "prompt");
+    bool scheduled = m.engine->prefetch(std::move(tokens), opt_string(body, "cache_salt").value_or(""));
+    http_response r = json_ok({{"model", m.name}, {"scheduled", scheduled}});
+    r.status = scheduled ? 202 : 200;
+    return r;
 }
 
 std::string build_string(const api_options & o) {
@@ -169,6 +203,7 @@ std::vector<route> server_routes(api_context & ctx) {
         {"POST", "/tokenize", [&ctx](const http_request & req) { return tokenize(ctx, req); }},
         {"POST", "/detokenize", [&ctx](const http_request & req) { return detokenize(ctx, req); }},
         {"POST", "/apply-template", [&ctx](const http_request & req) { return apply_template(ctx, req); }},
+        {"POST", "/v1/kv/prefetch", [&ctx](const http_request & req) { return prefetch(ctx, req); }},
         {"GET", "/props", [&ctx](const http_request & req) { return props(ctx, req); }},
     };
 }

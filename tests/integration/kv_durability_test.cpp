@@ -116,3 +116,39 @@ TEST(kv_durability, kill_9_during_write_back_then_corruption_is_never_served) {
     s.stop();  // write-back may still be running: removing the directory under it would race
     fs::remove_all(kv_dir, ec);
 }
+
+TEST(kv_prefetch, a_prefetched_conversation_resumes_from_host_ram_after_a_restart) {
+    const fs::path kv_dir = fs::temp_directory_path() / ("rc-kv-prefetch-" + std::to_string(getpid()));
+    fs::remove_all(kv_dir);
+    const std::vector<std::string> args = {"--kv-disk-dir", kv_dir.string(), "--kv-disk-budget", "64MiB", "--kv-host-budget", "64MiB",
+                                           "--kv-cached-sequences", "0", "--kv-block-size", "16", "--kv-type", "f32"};
+    const auto model = std::vector<std::pair<std::string, std::string>>{{"demo", rc::test::model_path("tiny-chat-q8")}};
+    const std::string conversation = prompts()[3];
+    std::string before;
+    {
+        rc::test::server_process s(model, args);
+        ASSERT_TRUE(s.started());
+        before = complete(s.openai_port(), conversation + " and then");
+        ASSERT_NE(before, "<error>");
+        ASSERT_TRUE(rc::test::eventually_true([&] { return metric(s.openai_port(), "rustycage_kv_tier_blocks", R"(model="demo",tier="disk")") >= 4; }));
+    }
+    rc::test::server_process s(model, args);
+    ASSERT_TRUE(s.started());
+    httplib::Client c("127.0.0.1", s.openai_port());
+    auto bad = c.Post("/v1/kv/prefetch", R"({"model":"demo"})", "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    auto res = c.Post("/v1/kv/prefetch", json{{"model", "demo"}, {"prompt", conversation}}.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 202) << res->body;
+    const std::string moved = R"(model="demo",from="disk",to="host")";
+    ASSERT_TRUE(rc::test::eventually_true([&] { return metric(s.openai_port(), "rustycage_kv_block_moves_total", moved) >= 4; }))
+        << "the blocks were read into host RAM before any request asked for them";
+    // The request then finds them in host RAM: nothing waits for the disk.
+    EXPECT_EQ(complete(s.openai_port(), conversation + " and then"), before);
+    EXPECT_GT(metric(s.openai_port(), "rustycage_kv_prompt_tokens_total", R"(model="demo",source="host")"), 0);
+    EXPECT_EQ(metric(s.openai_port(), "rustycage_kv_prompt_tokens_total", R"(model="demo",source="disk")"), 0);
+    s.stop();
+    std::error_code ec;
+    fs::remove_all(kv_dir, ec);
+}
