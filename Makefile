@@ -56,9 +56,12 @@ clean:
 # docs/BENCHMARKS.md). `make bench` is the quick mode; GPU=cuda runs it on the CUDA backend.
 BENCH_ARGS ?=
 BENCH_GPU = $(if $(filter-out cpu,$(GPU)),--gpu $(GPU))
-.PHONY: bench bench-full
+.PHONY: bench bench-full bench-kv
 bench: build
 	@bench/run.sh --quick --build $(BUILD) $(BENCH_GPU) $(BENCH_ARGS)
 
 bench-full: build
 	@bench/run.sh --full --build $(BUILD) $(BENCH_GPU) $(BENCH_ARGS)
+
+bench-kv: build
+	@bench/run.sh --kv-full --build $(BUILD) $(BENCH_GPU) $(BENCH_ARGS)

@@ -58,6 +58,10 @@ const TARGETS = [
   { name: 'p99 ITL under mixed load ≤ 1.0×', scenario: 'mixed', metric: 'bg_itl_p99_ms', op: '<=', threshold: 1.0 },
   { name: 'HTTP: 1-token requests/s ≥ 1.0× (bench-tiny)', scenario: 'rps', metric: 'rps', op: '>=', threshold: 1.0, variantFilter: (v) => v.startsWith('tiny') },
   { name: 'HTTP: streamed inter-token latency p50 ≤ 1.0× (bench-tiny)', scenario: 'decode', metric: 'itl_p50_ms', op: '<=', threshold: 1.0, variantFilter: (v) => v.startsWith('tiny') },
+  { name: 'KV resume after eviction: TTFT ≤ 1.0× llama-server --cache-ram', scenario: 'resume', metric: 'resume_ttft_ms', op: '<=', threshold: 1.0, variantFilter: (v) => v.startsWith('A=') },
+  { name: 'KV shared system prompt: resume ≥ 10× faster (≤ 0.10×)', scenario: 'shared', metric: 'resume_ttft_ms', op: '<=', threshold: 0.1 },
+  { name: 'Disk tier after a restart: resume ≥ 20× faster (≤ 0.05×)', scenario: 'resume', metric: 'resume_ttft_ms', op: '<=', threshold: 0.05, variantFilter: (v) => v.startsWith('restart') },
+  { name: 'No reuse: tiering on ≥ 0.97× tiering off (conversations/min)', scenario: 'conversations', metric: 'conv_per_min', op: '>=', threshold: 0.97, baseline: 'rustycage-tiering-off', variantFilter: (v) => v.startsWith('no-reuse') },
   { name: 'RSS ≤ 1.05× (tiering off)', scenario: 'rss', metric: 'rss_mib', op: '<=', threshold: 1.05, variantFilter: (v) => !v.startsWith('tiering') },
 ];
 
@@ -113,7 +117,13 @@ function aggregate(rawLines) {
     if (b && b.median !== 0) ratios.push({ scenario: r.scenario, variant: r.variant, metric: r.metric, server: r.server, baseline: BASELINE, ratio: r.median / b.median });
   }
   const targets = TARGETS.map((t) => {
-    const rows = ratios.filter((x) => x.scenario === t.scenario && x.metric === t.metric && x.server === SUBJECT && (!t.variantFilter || t.variantFilter(x.variant)));
+    const base = t.baseline || BASELINE;
+    const rows = [];
+    for (const r of results) {
+      if (r.scenario !== t.scenario || r.metric !== t.metric || r.server !== SUBJECT || (t.variantFilter && !t.variantFilter(r.variant))) continue;
+      const b = results.find((x) => x.scenario === r.scenario && x.variant === r.variant && x.metric === r.metric && x.server === base);
+      if (b && b.median !== 0) rows.push({ variant: r.variant, ratio: r.median / b.median });
+    }
     return { name: t.name, scenario: t.scenario, metric: t.metric, op: t.op, threshold: t.threshold,
       checks: rows.map((x) => ({ variant: x.variant, ratio: x.ratio, met: t.op === '>=' ? x.ratio >= t.threshold : x.ratio <= t.threshold })) };
   });
@@ -161,9 +171,9 @@ function targetsTable(agg) {
 function kvSourcesTable(kvSources) {
   if (!kvSources?.length) return '';
   const cols = ['computed', 'context', 'host', 'disk'];
-  const lines = ['Prompt tokens of each Rustycage server by where their KV came from (`rustycage_kv_prompt_tokens_total` on `/metrics`, whole group including warm-up and priming requests):', '',
-    `| group | server | ${cols.join(' | ')} |`, `|---|---|${cols.map(() => '---:').join('|')}|`];
-  for (const k of kvSources) lines.push(`| ${k.group} | ${k.server} | ${cols.map((c) => (k.sources[c] ?? 0).toFixed(0)).join(' | ')} |`);
+  const lines = ['Prompt tokens of each Rustycage server by where their KV came from (`rustycage_kv_prompt_tokens_total` on `/metrics`, whole group including warm-up and priming requests), and the bytes its host tier held when it stopped (`rustycage_kv_tier_bytes{tier="host"}`):', '',
+    `| group | server | ${cols.join(' | ')} | host tier MiB |`, `|---|---|${cols.map(() => '---:').join('|')}|---:|`];
+  for (const k of kvSources) lines.push(`| ${k.group} | ${k.server} | ${cols.map((c) => (k.sources[c] ?? 0).toFixed(0)).join(' | ')} | ${k.sources.host_mib === undefined ? '–' : k.sources.host_mib.toFixed(1)} |`);
   return lines.join('\n');
 }
 
@@ -256,6 +266,13 @@ function benchmarksPage() {
   } else {
     out.push('## Results (CPU)', '', 'No results yet: run `make bench`.', '');
   }
+  // The KV-tiering scenarios at the sizes of the KV issue (2k-token resumes, a 1.5k shared prefix).
+  const kvPath = path.join(root, 'docs/bench/kv-issue/results.json');
+  if (fs.existsSync(kvPath)) {
+    const k = JSON.parse(fs.readFileSync(kvPath, 'utf8'));
+    out.push('## KV tiering at full size (CPU)', '', inc('BENCHMARKS.kv.md'), '', runDescription(k), '', '### Servers', '', serverTable(k.servers), '');
+    out.push(resultsMarkdown(k, k.plots || [], 'bench/kv-issue/', k.kv_sources).replace(/^### /gm, '#### '), '');
+  }
   out.push(inc('BENCHMARKS.notes.md'), '');
   out.push(inc('BENCHMARKS.gpu.md'), '');
   for (const b of gpuDirs) {
@@ -278,7 +295,8 @@ if (args.raw) {
     for (const l of fs.readFileSync(args['kv-sources'], 'utf8').split('\n').filter(Boolean).map((x) => JSON.parse(x))) {
       let k = kvSources.find((x) => x.group === l.group && x.server === l.server);
       if (!k) kvSources.push((k = { group: l.group, server: l.server, sources: {} }));
-      for (const [src, n] of Object.entries(l.sources)) k.sources[src] = (k.sources[src] || 0) + n;
+      // Token counts add up over a group's server runs; the host tier's size is a level: the largest.
+      for (const [src, n] of Object.entries(l.sources)) k.sources[src] = src === 'host_mib' ? Math.max(k.sources[src] || 0, n) : (k.sources[src] || 0) + n;
     }
   }
   const plots = havePlotter() ? PLOTS.map((p) => plot(agg, p, outDir)).filter(Boolean) : [];

@@ -2,13 +2,15 @@
 # Side-by-side benchmarks: Rustycage against llama-server built from the same pinned llama.cpp, same
 # model (bench-1b), same threads, context size and parallelism. See bench/README.md.
 #
-#   bench/run.sh [--quick|--full|--smoke] [--gpu cuda|vulkan] [--build DIR] [--reps N] [--only LIST] [--out DIR]
+#   bench/run.sh [--quick|--full|--kv-full|--smoke] [--gpu cuda|vulkan] [--build DIR] [--reps N] [--only LIST] [--out DIR]
 #                [--wait-quiet SECONDS]
 #
 # Writes docs/bench/results.json, results.md and PNG plots (docs/bench/<backend>/ for --gpu), and
 # regenerates docs/BENCHMARKS.md. --only takes a comma-separated subset of the groups
 # core,http,kv,disk,tiering (default: all). --smoke checks the harness itself with tiny sizes and 2
 # repetitions in a few minutes; it writes to a temporary directory (or --out), never to docs/.
+# --kv-full runs only the kv and disk groups at the KV issue's sizes (2k-token resumes, a 1.5k shared
+# prefix), 3 repetitions, into docs/bench/kv-issue/ (about half an hour on 2 cores).
 # --wait-quiet waits up to SECONDS for a quiet machine (1-minute load < 0.7, no compiler, ctest or
 # other rustycage running) before measuring; the report says whether the run was taken under load.
 set -euo pipefail
@@ -23,6 +25,7 @@ while [ $# -gt 0 ]; do
         --quick) mode=quick ;;
         --full) mode=full ;;
         --smoke) mode=smoke ;;
+        --kv-full) mode=kvfull; only=kv,disk ;;
         --gpu) backend=$2; shift ;;
         --build) build=$2; shift ;;
         --reps) reps=$2; shift ;;
@@ -34,13 +37,14 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ -n "$reps" ] || { [ "$mode" = smoke ] && reps=2 || reps=5; }
+if [ -z "$reps" ]; then case "$mode" in smoke) reps=2 ;; kvfull) reps=3 ;; *) reps=5 ;; esac; fi
 [ "$reps" -ge 1 ] || { echo "bench/run.sh: --reps must be >= 1" >&2; exit 2; }
 case "$backend" in cpu|cuda|vulkan|metal) ;; *) echo "bench/run.sh: --gpu must be cuda, vulkan or metal" >&2; exit 2 ;; esac
 docs_page=docs/BENCHMARKS.md
 if [ "$mode" = smoke ]; then docs_page=""; fi
 if [ -z "$outdir" ]; then
     if [ "$mode" = smoke ]; then outdir=$(mktemp -d /tmp/rc-bench-smoke.XXXXXX)
+    elif [ "$mode" = kvfull ]; then outdir=docs/bench/kv-issue
     elif [ "$backend" = cpu ]; then outdir=docs/bench
     else outdir=docs/bench/$backend; fi
 fi
@@ -67,6 +71,11 @@ if [ "$mode" = smoke ]; then
     disk_a=128
     noreuse_count=2; noreuse_conc=2; noreuse_prompt=32; noreuse_gen=4
     kv_extra_servers="rustycage-recompute"
+elif [ "$mode" = kvfull ]; then
+    resume_a=2048; resume_b=256
+    shared_convs=6; shared_s=1536; shared_u=256; shared_turn=16
+    disk_a=2048
+    kv_extra_servers=""
 elif [ "$mode" = quick ]; then
     prefill_sizes="512"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
     mixed_streams=4; mixed_long=1; mixed_long_tokens=512; mixed_interval=500
@@ -90,6 +99,7 @@ else
     noreuse_count=32; noreuse_conc=4; noreuse_prompt=512; noreuse_gen=64
     kv_extra_servers="rustycage-recompute"
 fi
+shared_turn=${shared_turn:-64}
 core_ctx=16384 core_parallel=16
 kv_ctx=8192
 
@@ -211,11 +221,14 @@ start_llama() {
 # Rustycage's /metrics says where prompt tokens came from (computed, context, host, disk): recorded per
 # group and server before it stops, so the report shows that a tier actually served the resumes.
 kv_sources() {  # name
-    local name=$1 text
-    text=$(curl -s --max-time 5 "${srv_url[$name]}/metrics" 2>/dev/null | grep '^rustycage_kv_prompt_tokens_total{' || true)
+    local name=$1 metrics text host_bytes
+    metrics=$(curl -s --max-time 5 "${srv_url[$name]}/metrics" 2>/dev/null || true)
+    text=$(echo "$metrics" | grep '^rustycage_kv_prompt_tokens_total{' || true)
     [ -n "$text" ] || return 0
-    printf '{"group":"%s","server":"%s","sources":{%s}}\n' "$cur_group" "$name" \
-        "$(echo "$text" | sed -E 's/.*source="([a-z]+)".*\} ([0-9.e+]+)$/"\1":\2/' | paste -sd, -)" >>"$work/kv_sources.jsonl"
+    host_bytes=$(echo "$metrics" | grep '^rustycage_kv_tier_bytes{.*tier="host"' | awk '{print $2}' | head -1)
+    printf '{"group":"%s","server":"%s","sources":{%s,"host_mib":%s}}\n' "$cur_group" "$name" \
+        "$(echo "$text" | sed -E 's/.*source="([a-z]+)".*\} ([0-9.e+]+)$/"\1":\2/' | paste -sd, -)" \
+        "$(awk "BEGIN{print ${host_bytes:-0}/1048576}")" >>"$work/kv_sources.jsonl"
 }
 
 stop_server() {  # name
@@ -354,8 +367,8 @@ if has_group kv; then
     # shellcheck disable=SC2086
     bench resume $T --reps "$reps" --variant "A=$resume_a,B=$resume_b" --a-tokens "$resume_a" --b-tokens "$resume_b"
     # shellcheck disable=SC2086
-    bench shared $T --reps "$reps" --variant "convs=$shared_convs,shared=$shared_s,unique=$shared_u" \
-        --convs "$shared_convs" --shared-tokens "$shared_s" --unique-tokens "$shared_u"
+    bench shared $T --reps "$reps" --variant "convs=$shared_convs,shared=$shared_s,unique=$shared_u,turn=$shared_turn" \
+        --convs "$shared_convs" --shared-tokens "$shared_s" --unique-tokens "$shared_u" --turn-tokens "$shared_turn"
     for s in "${names[@]}"; do stop_server "$s"; done
 fi
 

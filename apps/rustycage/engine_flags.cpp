@@ -22,7 +22,7 @@ void add_engine_flags(CLI::App & cmd, engine_flags & f) {
     cmd.add_option("-t,--threads", f.engine.n_threads, "CPU threads for compute (0: all cores)")
         ->envname("RUSTYCAGE_THREADS")->check(CLI::Range(0, 1024))->capture_default_str();
     cmd.add_option("-b,--batch-size", f.engine.n_batch, "Tokens per decode step")->envname("RUSTYCAGE_BATCH_SIZE")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-    cmd.add_option("--prefill-chunk", f.engine.prefill_chunk, "Most prefill tokens per step while other requests decode")
+    cmd.add_option("--prefill-chunk", f.engine.prefill_chunk, "Most prefill tokens per prompt per step while other requests decode")
         ->envname("RUSTYCAGE_PREFILL_CHUNK")->check(CLI::Range(1, 1 << 16))->capture_default_str();
     cmd.add_option("--prefill-step-ms", f.engine.prefill_step_ms,
                    "While others decode, prefill only what the measured speed fits in this many ms per step (0: off)")

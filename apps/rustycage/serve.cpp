@@ -61,7 +61,7 @@ int serve(serve_flags & f) {
     llama::model_load_options load;
     load.n_gpu_layers = f.eng.n_gpu_layers;
     models::manager_options mopts;
-    mopts.memory_budget = models::physical_memory_bytes() / 10 * 8;
+    mopts.memory_budget = models::default_memory_budget();
     if (!f.memory_budget.empty()) {
         auto b = parse_byte_size(f.memory_budget);
         if (!b) {
@@ -122,7 +122,7 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
     cmd->add_option("--preload", f->preload, "Load these models at start (repeatable)");
     cmd->add_option("--memory-budget", f->memory_budget,
-                    "Memory all loaded models may take together, e.g. 12GiB (default: 80% of RAM; 0: no limit); idle models are unloaded to make room")
+                    "Memory all loaded models may take together, e.g. 12GiB (default: 80% of RAM, and at most 90% of GPU memory on a GPU build; 0: no limit); idle models are unloaded to make room")
         ->envname("RUSTYCAGE_MEMORY_BUDGET");
     cmd->add_option("--keep-alive", f->keep_alive, "How long an idle model stays loaded: 5m, 1h30m, 0 (unload at once), -1 (forever)")
         ->envname("RUSTYCAGE_KEEP_ALIVE")->capture_default_str();

@@ -28,7 +28,7 @@ struct engine_options {
     int n_parallel = 4;         // sequences decoding at once
     int n_batch = 2048;         // tokens per decode step
     int n_ubatch = 512;         // physical batch
-    int prefill_chunk = 512;    // most prefill tokens per step (all sequences) while others decode
+    int prefill_chunk = 512;    // most prefill tokens per sequence per step while others decode
     double prefill_step_ms = 250;  // and fewer when the measured prefill speed would make a step
                                    // longer than this (keeps streams' token gaps bounded; 0: off)
     int n_threads = 0;          // 0: all cores

@@ -14,12 +14,15 @@ std::vector<schedule_entry> plan_step(const std::vector<schedule_input> & seqs, 
         --budget;
         any_decoding = true;
     }
-    if (any_decoding) budget = std::min(budget, std::max(1, limits.prefill_budget));
     for (int i = 0; i < static_cast<int>(seqs.size()) && budget > 0; ++i) {
         if (seqs[i].decoding || seqs[i].prompt_remaining <= 0) continue;
-        int n = std::min(seqs[i].prompt_remaining, budget);
+        int cap = any_decoding ? std::min(std::max(1, limits.prefill_budget), budget) : budget;
+        int n = std::min(seqs[i].prompt_remaining, cap);
         plan.push_back({i, n});
         budget -= n;
+        // Once one sequence is prefilling, others decode in the same step; the cap then applies to
+        // the next prefilling sequence as well.
+        any_decoding = any_decoding || n > 0;
     }
     return plan;
 }

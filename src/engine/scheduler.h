@@ -1,9 +1,10 @@
 #pragma once
 // Plans one engine step (DESIGN.md §4: plan first, then apply). Pure logic over sequence states so
 // the policy is unit-tested without a model: every decoding sequence gets its one token; prefilling
-// sequences share the rest of the batch in admission order. While anything is decoding, all prefill
-// in a step together is capped to `prefill_budget` tokens, so long prompts cannot stall running
-// streams; the engine sizes that budget from the measured prefill speed (prefill_budget_for).
+// sequences share the rest of the batch in admission order. While anything is decoding, each
+// prefilling sequence gets at most `prefill_budget` tokens per step, so a long prompt cannot stall
+// running streams, while a burst of short prompts still starts together; the engine sizes the
+// budget from the measured prefill speed (prefill_budget_for).
 #include <vector>
 
 namespace rc::engine {
@@ -15,7 +16,7 @@ struct schedule_input {
 
 struct schedule_limits {
     int n_batch = 2048;         // tokens per llama_decode call
-    int prefill_budget = 512;   // prefill tokens per step, all sequences together, while any decodes
+    int prefill_budget = 512;   // prefill tokens per sequence per step while any sequence decodes
 };
 
 struct schedule_entry {

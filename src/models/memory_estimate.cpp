@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include <ggml-backend.h>
+
+#include "llama/backend.h"
 #include "llama/gguf_metadata.h"
 
 namespace rc::models {
@@ -52,6 +55,25 @@ memory_estimate estimate_memory(const model_entry & e, const engine::engine_opti
     // scheduler's graph buffers.
     est.buffers = n_vocab * 4 * (static_cast<uint64_t>(opts.n_parallel) + 1) + n_ubatch * n_embd * 4 * 12 + (32ull << 20);
     return est;
+}
+
+uint64_t gpu_memory_bytes() {
+    llama::ensure_backend();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_GPU) continue;
+        size_t free = 0, total = 0;
+        ggml_backend_dev_memory(dev, &free, &total);
+        sum += total;
+    }
+    return sum;
+}
+
+uint64_t default_memory_budget() {
+    uint64_t budget = physical_memory_bytes() / 10 * 8;
+    if (uint64_t gpu = gpu_memory_bytes(); gpu > 0) budget = std::min(budget, gpu / 10 * 9);
+    return budget;
 }
 
 uint64_t physical_memory_bytes() {
