@@ -42,11 +42,12 @@ TEST(scheduler, decode_never_starves_when_batch_is_small) {
     EXPECT_EQ(plan[0].n_tokens + plan[1].n_tokens, 2);
 }
 
-TEST(scheduler, prefill_budget_is_shared_by_all_prefilling_sequences_while_others_decode) {
-    auto plan = plan_step({{true, 0}, {false, 300}, {false, 300}}, {2048, 256});
-    ASSERT_EQ(plan.size(), 2u);  // the second prompt waits: the first used the whole budget
-    EXPECT_EQ(plan[1].index, 1);
-    EXPECT_EQ(plan[1].n_tokens, 256);
+TEST(scheduler, the_prefill_budget_caps_each_prompt_so_short_ones_start_together) {
+    auto plan = plan_step({{true, 0}, {false, 300}, {false, 20}, {false, 20}}, {2048, 32});
+    ASSERT_EQ(plan.size(), 4u);
+    EXPECT_EQ(plan[1].n_tokens, 32);  // the long prompt is chunked
+    EXPECT_EQ(plan[2].n_tokens, 20);  // short prompts go whole
+    EXPECT_EQ(plan[3].n_tokens, 20);
 }
 
 TEST(scheduler, prefill_budget_follows_the_measured_rate) {
