@@ -37,6 +37,8 @@ const SCENARIOS = {
     text: 'From /proc/PID/status after a warm-up request (`loaded`) and after every repetition of the conversations scenario. `rss_anon` excludes the memory-mapped weights (file pages, identical for both servers); `peak_rss` is VmHWM.' },
   resume: { title: 'KV: resume after eviction', group: 'kv / disk',
     text: 'One slot. Conversation A (a tokens), then B, then A again with a 64-token new turn: `resume_ttft` against A\'s `cold_ttft`. Rustycage: `--parallel 1 --kv-cached-sequences 0 --kv-host-budget 2GiB` (A leaves the context when it finishes and comes back from the host tier); llama-server `-np 1 --cache-ram 2048` (its prompt cache), and `--cache-ram 0` (recompute). `restart`: the server is restarted between A and A again (page cache of the block files dropped): Rustycage\'s disk tier against llama-server, which has to recompute.' },
+  disk_read: { title: 'KV: disk-tier restore against a page-cache read', group: 'disk',
+    text: 'After each restart resume: `restore_ms` is the time Rustycage spent bringing the blocks back (its promotion histograms: reading and verifying the block files on the I/O pool, from a dropped page cache, plus restoring them into the context); `page_cache_read_ms` is reading the same files again with `cat` once they are in the page cache; `block_mib` their size.' },
   shared: { title: 'KV: shared system prompt', group: 'kv',
     text: 'C conversations share an S-token prefix with U unique tokens each, started in turn (`shared_ttft`: all but the first), then each resumed in turn with a 64-token new turn (`resume_ttft`). Same servers as resume-after-eviction.' },
 };

@@ -75,6 +75,7 @@ elif [ "$mode" = kvfull ]; then
     resume_a=2048; resume_b=256
     shared_convs=6; shared_s=1536; shared_u=256; shared_turn=16
     disk_a=2048
+    noreuse_count=4; noreuse_conc=4; noreuse_prompt=64; noreuse_gen=8  # as quick mode (--only tiering)
     kv_extra_servers=""
 elif [ "$mode" = quick ]; then
     prefill_sizes="512"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
@@ -265,6 +266,23 @@ rss_record() {
         "$variant" "$name" "$rep" "$(awk "BEGIN{print $rss/1024}")" "$(awk "BEGIN{print $anon/1024}")" "$(awk "BEGIN{print $hwm/1024}")" >>"$raw"
 }
 
+# disk_read_record VARIANT REP DIR: how long the resume spent bringing A's blocks back (the disk
+# promotion histogram: read + verify on the I/O pool, then the restore into the context) against
+# reading the same block files from the page cache (they were just read, so they are cached now).
+disk_read_record() {
+    local variant=$1 rep=$2 dir=$3 m disk_s host_s bytes t0 t1
+    m=$(curl -s --max-time 5 "${srv_url[rustycage]}/metrics" || true)
+    disk_s=$(echo "$m" | awk '/^rustycage_kv_promotion_seconds_sum\{.*source="disk"/ {print $2}' | head -1)
+    host_s=$(echo "$m" | awk '/^rustycage_kv_promotion_seconds_sum\{.*source="host"/ {print $2}' | head -1)
+    bytes=$(find "$dir" -name '*.kvb' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+    t0=$(date +%s%N)
+    find "$dir" -name '*.kvb' -exec cat {} + >/dev/null
+    t1=$(date +%s%N)
+    printf '{"scenario":"disk_read","variant":"%s","server":"rustycage","rep":%d,"ok":true,"metrics":{"restore_ms":{"value":%s,"unit":"ms","better":"lower"},"page_cache_read_ms":{"value":%s,"unit":"ms","better":"none"},"block_mib":{"value":%s,"unit":"MiB","better":"none"}}}\n' \
+        "$variant" "$rep" "$(awk "BEGIN{print (${disk_s:-0} + ${host_s:-0}) * 1000}")" "$(awk "BEGIN{print ($t1 - $t0) / 1e6}")" \
+        "$(awk "BEGIN{print $bytes / 1048576}")" >>"$raw"
+}
+
 servers_json=$work/servers.jsonl
 : >"$servers_json"
 note_servers() {  # group names...
@@ -393,6 +411,7 @@ if has_group disk; then
                 [ "$phase" = 2 ] && bench warmup $(targets "$s") --reps 1
                 # shellcheck disable=SC2046
                 bench resume $(targets "$s") --reps 1 --rep-offset "$r" --variant "$variant" --a-tokens "$disk_a" --b-tokens 0 --phase "$phase"
+                [ "$s$phase" = rustycage2 ] && disk_read_record "$variant" "$r" "$kvdir"
                 stop_server "$s"
                 # Cold read: drop the page cache of the block files (not of the model).
                 if [ -d "$kvdir" ]; then
