@@ -33,13 +33,12 @@ extern char ** environ;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+#include "hub/fake_hub.h"
 #include "server_process.h"
 
 namespace {
 
-// Both come from CMake (tests/integration/CMakeLists.txt); node is found at configure time.
-std::string node_bin() { return access(RC_NODE, X_OK) == 0 ? RC_NODE : ""; }
-fs::path fake_hub_dir() { return RC_FAKE_HUB_DIR; }
+fs::path fake_hub_dir() { return RC_FAKE_HUB_DIR; }  // from CMake (tests/integration/CMakeLists.txt)
 
 std::string model_file(const std::string & preset) { return std::string(RC_TEST_MODELS_DIR) + "/" + preset + ".gguf"; }
 
@@ -164,76 +163,7 @@ class child_process {
     std::string out_, err_;
 };
 
-// tests/fixtures/fake_hub/server.mjs over a repository tree; exits when its stdin closes.
-class fake_hub {
-  public:
-    explicit fake_hub(const fs::path & root) {
-        const std::string node = node_bin();
-        if (node.empty()) return;
-        int in[2], out[2];
-        if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
-        std::vector<std::string> args = {node, (fake_hub_dir() / "server.mjs").string(), "--root", root.string(), "--port", "0", "--exit-on-stdin-close"};
-        std::vector<char *> argv;
-        for (auto & a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
-        posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-        posix_spawn_file_actions_destroy(&fa);
-        close(in[0]);
-        close(out[1]);
-        stdin_fd_ = in[1];
-        stdout_fd_ = out[0];
-        std::string line;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (pid_ > 0 && line.find('\n') == std::string::npos) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-            if (left <= 0) return;
-            pollfd p{stdout_fd_, POLLIN, 0};
-            if (poll(&p, 1, int(left)) <= 0) continue;
-            char buf[256];
-            ssize_t n = read(stdout_fd_, buf, sizeof buf);
-            if (n <= 0) return;
-            line.append(buf, size_t(n));
-        }
-        if (line.starts_with("listening ")) port_ = std::stoi(line.substr(10));
-    }
-    ~fake_hub() {
-        if (stdin_fd_ >= 0) close(stdin_fd_);
-        if (pid_ > 0) {
-            kill(pid_, SIGTERM);
-            waitpid(pid_, nullptr, 0);
-        }
-        if (stdout_fd_ >= 0) close(stdout_fd_);
-    }
-    fake_hub(const fake_hub &) = delete;
-    fake_hub & operator=(const fake_hub &) = delete;
-
-    bool started() const { return port_ > 0; }
-    std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
-    void control(const json & settings) const {
-        auto res = client().Post("/__control", settings.dump(), "application/json");
-        ASSERT_TRUE(res && res->status == 200) << "fake hub /__control failed";
-    }
-    json stats() const {
-        auto res = client().Get("/__stats");
-        return res && res->status == 200 ? json::parse(res->body) : json::object();
-    }
-
-  private:
-    httplib::Client client() const {
-        httplib::Client c("127.0.0.1", port_);
-        c.set_read_timeout(30);
-        return c;
-    }
-
-    pid_t pid_ = -1;
-    int stdin_fd_ = -1, stdout_fd_ = -1;
-    int port_ = -1;
-};
+using rc::test::fake_hub;  // tests/hub/fake_hub.h: the fake Hub server, shared with the hub tests
 
 const std::string k_repo = "owner/tiny-GGUF";
 const std::string k_q8_name = "hf.co/owner/tiny-GGUF:Q8_0";
@@ -256,7 +186,7 @@ class cli_models : public ::testing::Test {
     // The fake Hub, started on first use; the test is skipped without node.
     fake_hub * hub() {
         if (hub_) return hub_.get();
-        if (node_bin().empty()) return nullptr;
+        if (!fake_hub::node_available()) return nullptr;
         const fs::path repo = root_ / "hub" / k_repo;
         fs::create_directories(repo);
         fs::create_symlink(model_file("tiny-chat-q8"), repo / "tiny-chat-Q8_0.gguf");
