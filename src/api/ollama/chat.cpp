@@ -18,20 +18,6 @@ namespace rc::api::ollama {
 
 namespace {
 
-http_response load_or_unload(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive) {
-    json out = {{"model", name}, {"created_at", ""}, {"message", {{"role", "assistant"}, {"content", ""}}}, {"done", true}};
-    if (keep_alive && keep_alive->count() == 0) {
-        find_model(ctx, name);
-        ctx.models.unload(name);
-        out["done_reason"] = "unload";
-    } else {
-        acquire(ctx, name, keep_alive);
-        out["done_reason"] = "load";
-    }
-    out["created_at"] = rfc3339_now();
-    return json_response(out);
-}
-
 http_response handle(api_context & ctx, const http_request & req) {
     auto started = steady::now();
     json body = parse_body(req);
@@ -56,7 +42,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     read_options(body, ctx, greq);
     greq.logprobs_top = read_logprobs(body);
 
-    if (in.messages.empty()) return load_or_unload(ctx, name, keep_alive);
+    if (in.messages.empty()) return load_or_unload(ctx, name, keep_alive, json{{"message", {{"role", "assistant"}, {"content", ""}}}});
 
     auto a = acquire(ctx, name, keep_alive);
     auto job = std::make_shared<generation_job>();  // from here keep_alive 0 unloads even on a 4xx

@@ -50,21 +50,6 @@ void refuse_unsupported(const json & body) {
     }
 }
 
-// done_reason "load" / "unload": the whole answer to an empty prompt.
-http_response load_or_unload(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive) {
-    json out = {{"model", name}, {"created_at", ""}, {"response", ""}, {"done", true}};
-    if (keep_alive && keep_alive->count() == 0) {
-        find_model(ctx, name);
-        ctx.models.unload(name);
-        out["done_reason"] = "unload";
-    } else {
-        acquire(ctx, name, keep_alive);
-        out["done_reason"] = "load";
-    }
-    out["created_at"] = rfc3339_now();
-    return json_response(out);
-}
-
 http_response handle(api_context & ctx, const http_request & req) {
     auto started = steady::now();
     json body = parse_body(req);
@@ -85,7 +70,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     read_options(body, ctx, greq);
     greq.logprobs_top = read_logprobs(body);
 
-    if (prompt.empty()) return load_or_unload(ctx, name, keep_alive);
+    if (prompt.empty()) return load_or_unload(ctx, name, keep_alive, json{{"response", ""}});
 
     auto a = acquire(ctx, name, keep_alive);
     // From here the job owns the request's aftermath: keep_alive 0 unloads even when a check fails.

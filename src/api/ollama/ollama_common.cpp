@@ -80,6 +80,21 @@ acquired_model acquire(api_context & ctx, const std::string & name, std::optiona
     return out;
 }
 
+http_response load_or_unload(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive, json reply) {
+    reply["model"] = name;
+    reply["done"] = true;
+    if (keep_alive && keep_alive->count() == 0) {
+        find_model(ctx, name);
+        ctx.models.unload(name);
+        reply["done_reason"] = "unload";
+    } else {
+        acquire(ctx, name, keep_alive);
+        reply["done_reason"] = "load";
+    }
+    reply["created_at"] = rfc3339_now();
+    return json_response(reply);
+}
+
 void unload_if_asked(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive) {
     if (!keep_alive || keep_alive->count() != 0) return;
     try {

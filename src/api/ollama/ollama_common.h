@@ -47,6 +47,10 @@ acquired_model acquire(api_context & ctx, const std::string & name, std::optiona
 // keep_alive 0: unload `name` now that its response is produced. Never throws.
 void unload_if_asked(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive);
 
+// The whole answer to an empty prompt (generate) or empty messages (chat): load the model, or with
+// keep_alive 0 unload it; `reply` holds the shape's empty content field ("response" or "message").
+http_response load_or_unload(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive, json reply);
+
 // Applies keep_alive 0 when the handler's scope ends, however it ends.
 struct unload_guard {
     api_context & ctx;
