@@ -99,7 +99,7 @@ host_record agent::build_record() {
     if (!s.llama_commit.empty()) r.llama_commit = s.llama_commit;
     r.build_info = s.build_info;
     r.server.state = sup.state;
-    r.server.ready = sup.state == "ready" && s.health.ready;
+    r.server.ready = sup.state == "ready" && sup.pid > 0 && s.health.ready;
     if (sup.state == "ready" && !s.health.ready) r.server.state = "unresponsive";
     r.server.pid = sup.pid;
     r.server.restarts = sup.restarts;

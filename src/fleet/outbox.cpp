@@ -1,6 +1,7 @@
 #include "fleet/outbox.h"
 
 #include <algorithm>
+#include <set>
 
 #include "store/timestamps.h"
 #include "util/log.h"
@@ -159,13 +160,20 @@ result<int> outbox_worker::run_once(int64_t my_lease, sys_time now) {
     auto entries = etcd_.get_prefix(keys_.outbox());
     if (!entries.ok()) return entries.err();
     int changed = 0;
-    // Keys sort by incident id, which starts with its time: oldest first, so a fingerprint's first
-    // incident files the issue and later ones comment on it.
+    // Keys sort by incident id, which starts with its time: oldest first. A fingerprint's later
+    // incidents wait until its first one is filed, then comment on that issue (no second triage).
+    std::set<std::string> unfiled;
     for (const auto & kv : entries->kvs) {
         auto e = parse_outbox_entry(kv.value);
         if (!e.ok() || e->state == "done") continue;
+        if (unfiled.count(e->fingerprint)) continue;
         e->mod_revision = kv.mod_revision;
+        const std::string fp = e->fingerprint, id = e->incident_id;
         if (step(std::move(e.value()), my_lease, now)) ++changed;
+        auto after = etcd_.get(keys_.outbox_entry(id));
+        if (!after.ok() || after->kvs.empty()) continue;
+        auto now_entry = parse_outbox_entry(after->kvs[0].value);
+        if (!now_entry.ok() || now_entry->state != "done") unfiled.insert(fp);
     }
     return changed;
 }

@@ -211,6 +211,8 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.pid = 0;
         snap_.last_exit = describe_exit(status);
+        snap_.state = "backoff";  // never "ready" without a child
+        snap_.since = std::chrono::system_clock::now();
     }
     return status;
 }

@@ -96,8 +96,8 @@ class etcd_cluster {
                                          "--listen-peer-urls", peer_url(m), "--initial-advertise-peer-urls", peer_url(m),
                                          "--initial-cluster", cluster, "--initial-cluster-token", "rc-test-" + std::to_string(getpid()),
                                          "--initial-cluster-state", "new",
-                                         // Generous election timing: two cores shared with test servers must not cost a leader.
-                                         "--heartbeat-interval", "100", "--election-timeout", "1500", "--logger", "zap", "--log-level", "error"};
+                                         // etcd's defaults; its shortest lease is 1.5 election timeouts (2 s), the agents' test TTL.
+                                         "--heartbeat-interval", "100", "--election-timeout", "1000", "--logger", "zap", "--log-level", "error"};
         (void) initial;
         std::vector<char *> argv;
         for (auto & a : args) argv.push_back(a.data());

@@ -71,10 +71,10 @@ TEST(etcd_real, leases_keep_keys_alive_and_expire_them) {
     ASSERT_TRUE(lease.ok());
     ASSERT_TRUE(g.put("leased", "x", lease.value()).ok());
     EXPECT_EQ(g.get("leased")->kvs[0].lease, lease.value());
-    EXPECT_EQ(g.keepalive(lease.value()).value(), 2);
+    EXPECT_GE(g.keepalive(lease.value()).value(), 2) << "etcd may raise a TTL to its minimum";
     auto ttl = g.time_to_live(lease.value());
     ASSERT_TRUE(ttl.ok());
-    EXPECT_EQ(ttl->granted_ttl, 2);
+    EXPECT_GE(ttl->granted_ttl, 2);
     EXPECT_GE(ttl->ttl, 0);
     // Without keepalives the key goes with the lease.
     const auto t0 = std::chrono::steady_clock::now();

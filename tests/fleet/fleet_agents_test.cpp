@@ -104,6 +104,7 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
     EXPECT_TRUE(record("a").has_value() && record("b").has_value());
 
     // Every member down: the servers answer as before.
+    const int64_t rev_a = etcd->get(keys.host("a"))->kvs.at(0).mod_revision;
     cluster->kill_member(1);
     cluster->kill_member(2);
     ASSERT_TRUE(eventually([&] { return agents[0]->log().find("event=etcd_unreachable") != std::string::npos &&
@@ -121,6 +122,7 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
         return agents[0]->log().find("event=etcd_reachable") != std::string::npos && agents[1]->log().find("event=etcd_reachable") != std::string::npos;
     }, 60s)) << logs();
     ASSERT_TRUE(eventually([&] { return ready("a") && ready("b"); }, 60s)) << logs();
+    ASSERT_TRUE(eventually([&] { return etcd->get(keys.host("a"))->kvs.at(0).mod_revision > rev_a; }, 30s)) << "a's record was written again";
     EXPECT_TRUE(agents[0]->running() && agents[1]->running());
     EXPECT_EQ(agents[0]->pid(), pid_a);
     EXPECT_EQ(agents[1]->pid(), pid_b);
@@ -191,7 +193,9 @@ TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_h
     EXPECT_NE(missing.out.find("no incident"), std::string::npos) << missing.out;
     auto a_status = status_json();
     for (const auto & h : a_status["hosts"])
-        if (h["id"] == "a") EXPECT_EQ(h["open_incidents"], 0);
+        if (h["id"] == "a") {
+            EXPECT_EQ(h["open_incidents"], 0);
+        }
 }
 
 }  // namespace
