@@ -94,6 +94,13 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
         serve_args.insert(serve_args.begin(), {"--models-dir", models});
     }
     o.models_dir = models;
+    // The agent talks to its server (and the triage model) with the server's own key.
+    o.api_key = find_flag(serve_args, "--api-key");
+    if (o.api_key.empty()) {
+        const std::string keys = find_flag(serve_args, "--api-keys").empty() ? (std::getenv("RUSTYCAGE_API_KEYS") ? std::getenv("RUSTYCAGE_API_KEYS") : "")
+                                                                              : find_flag(serve_args, "--api-keys");
+        o.api_key = keys.substr(0, keys.find(','));
+    }
     std::error_code ec;
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) return fail("cannot find the rustycage executable (/proc/self/exe)");

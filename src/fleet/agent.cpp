@@ -214,6 +214,7 @@ void agent::smoke_test(const std::string & url) {
     req.method = "POST";
     req.url = url + "/v1/chat/completions";
     req.headers = {"Content-Type: application/json"};
+    if (!opts_.api_key.empty()) req.headers.push_back("Authorization: Bearer " + opts_.api_key);
     req.body = ojson{{"model", opts_.smoke_model}, {"messages", {{{"role", "user"}, {"content", "ping"}}}}, {"max_tokens", 1}}.dump();
     req.timeout = std::chrono::milliseconds(60000);
     auto r = http_call(req);
@@ -235,7 +236,7 @@ void agent::probe_loop() {
     while (!stopping_) {
         const supervisor_snapshot sup = supervisor_->snapshot();
         server_snapshot snap;
-        if (!sup.openai_url.empty() && (sup.state == "ready" || sup.state == "starting")) snap = probe_server(sup.openai_url, opts_.probe_timeout);
+        if (!sup.openai_url.empty() && (sup.state == "ready" || sup.state == "starting")) snap = probe_server(sup.openai_url, opts_.probe_timeout, opts_.api_key);
         // Quarantine status comes from the store itself: /api/tags lists servable models only.
         std::vector<model_fact> models;
         for (const auto & e : models::local_catalog(opts_.models_dir).list()) {
@@ -367,6 +368,7 @@ status agent::run() {
         t.triage_model = opts_.triage_model;
         t.triage_timeout = opts_.triage_timeout;
         t.outbox = opts_.outbox;
+        t.api_key = opts_.api_key;
         triager_ = std::make_unique<triager>(*etcd_, *github_, keys_, t, [this] { return lease_.load(); }, [this] { return healthy_hosts(); });
     }
     rc::log::info("fleet", "agent_starting", {{"host", opts_.host_id}, {"etcd", opts_.etcd.endpoints.front()}, {"triager", triager_ != nullptr}});

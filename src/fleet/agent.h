@@ -43,6 +43,7 @@ struct agent_options {
     std::chrono::milliseconds probe_timeout{1000};
     std::chrono::milliseconds publish_interval{5000};
     std::string advertise_host;  // replaces the server's bind address in published URLs (e.g. for 0.0.0.0)
+    std::string api_key;         // the server's bearer key (--api-key), for the agent's own requests to it
     supervisor_options server;
     std::string version, llama_commit;
     // 5xx bursts: at least this many 5xx answers within the window.

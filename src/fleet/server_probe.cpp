@@ -13,16 +13,17 @@ namespace {
 
 using json = nlohmann::json;
 
-result<http_reply> get(const std::string & url, std::chrono::milliseconds timeout) {
+result<http_reply> get(const std::string & url, std::chrono::milliseconds timeout, const std::string & api_key = "") {
     http_request req;
     req.url = url;
+    if (!api_key.empty()) req.headers.push_back("Authorization: Bearer " + api_key);
     req.timeout = timeout;
     req.connect_timeout = std::min(timeout, std::chrono::milliseconds(1000));
     return http_call(req);
 }
 
-json get_json(const std::string & url, std::chrono::milliseconds timeout) {
-    auto r = get(url, timeout);
+json get_json(const std::string & url, std::chrono::milliseconds timeout, const std::string & api_key) {
+    auto r = get(url, timeout, api_key);
     if (!r.ok() || !r->ok()) return json();
     auto j = json::parse(r->body, nullptr, false);
     return j.is_discarded() ? json() : j;
@@ -88,11 +89,11 @@ std::vector<prom_sample> parse_prometheus_text(const std::string & text) {
     return out;
 }
 
-server_snapshot probe_server(const std::string & base, std::chrono::milliseconds timeout) {
+server_snapshot probe_server(const std::string & base, std::chrono::milliseconds timeout, const std::string & api_key) {
     server_snapshot s;
     s.health = probe_ready(base, timeout);
     if (!s.health.reachable) return s;
-    json meta = get_json(base + "/v1/metadata", timeout);
+    json meta = get_json(base + "/v1/metadata", timeout, api_key);
     if (meta.is_object()) {
         s.version = meta.value("version", "");
         if (meta.contains("build") && meta["build"].is_object()) {
@@ -100,11 +101,11 @@ server_snapshot probe_server(const std::string & base, std::chrono::milliseconds
             s.build_info = meta["build"].value("build_info", "");
         }
     }
-    json tags = get_json(base + "/api/tags", timeout);
+    json tags = get_json(base + "/api/tags", timeout, api_key);
     if (tags.is_object() && tags.contains("models") && tags["models"].is_array())
         for (const auto & m : tags["models"])
             s.models.push_back({m.value("name", ""), m.value("digest", ""), "ready", false, m.value("size", uint64_t(0))});
-    json ps = get_json(base + "/api/ps", timeout);
+    json ps = get_json(base + "/api/ps", timeout, api_key);
     if (ps.is_object() && ps.contains("models") && ps["models"].is_array()) {
         for (const auto & m : ps["models"]) {
             const std::string name = m.value("name", "");
@@ -127,7 +128,7 @@ server_snapshot probe_server(const std::string & base, std::chrono::milliseconds
             }
         }
     }
-    auto metrics = get(base + "/metrics", timeout);
+    auto metrics = get(base + "/metrics", timeout, api_key);
     if (metrics.ok() && metrics->ok()) {
         for (const auto & m : parse_prometheus_text(metrics->body)) {
             const auto v = static_cast<uint64_t>(m.value);

@@ -33,7 +33,8 @@ struct server_snapshot {
     std::map<std::string, uint64_t> routes_5xx;  // the same by route
 };
 
-server_snapshot probe_server(const std::string & base_url, std::chrono::milliseconds timeout);
+// `api_key`: the server's bearer key when it requires one (health and metrics are public anyway).
+server_snapshot probe_server(const std::string & base_url, std::chrono::milliseconds timeout, const std::string & api_key = "");
 
 // One sample of Prometheus text: name, labels, value.
 struct prom_sample {

@@ -115,7 +115,7 @@ triage_result rule_triage(const fleet_incident & i, std::string why) {
 }
 
 result<triage_result> model_triage(const fleet_incident & inc, const std::string & openai_url, const std::string & model,
-                                   const std::string & host, std::chrono::milliseconds timeout) {
+                                   const std::string & host, std::chrono::milliseconds timeout, const std::string & api_key) {
     json body = {{"model", model},
                  {"messages",
                   {{{"role", "system"},
@@ -128,6 +128,7 @@ result<triage_result> model_triage(const fleet_incident & inc, const std::string
     req.method = "POST";
     req.url = openai_url + "/v1/chat/completions";
     req.headers = {"Content-Type: application/json"};
+    if (!api_key.empty()) req.headers.push_back("Authorization: Bearer " + api_key);
     req.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     req.timeout = timeout;
     auto r = http_call(req);

@@ -29,7 +29,7 @@ nlohmann::json triage_schema();
 triage_result rule_triage(const fleet_incident & inc, std::string why_not_model);
 // Errors: unavailable (no answer, HTTP error), invalid_argument (an answer that does not fit the schema).
 result<triage_result> model_triage(const fleet_incident & inc, const std::string & openai_url, const std::string & model,
-                                   const std::string & host, std::chrono::milliseconds timeout);
+                                   const std::string & host, std::chrono::milliseconds timeout, const std::string & api_key = "");
 
 // Control characters out, '@' defused, whitespace collapsed, at most `max` bytes (UTF-8 safe).
 std::string sanitize_text(const std::string & text, size_t max);

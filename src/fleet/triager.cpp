@@ -31,7 +31,7 @@ triage_result triager::triage(const fleet_incident & inc) {
         bool serves = false;
         for (const auto & m : h.models) serves = serves || (m.status == "ready" && same_model(m.name, opts_.triage_model));
         if (!serves || h.openai_url.empty()) continue;
-        auto t = model_triage(inc, h.openai_url, opts_.triage_model, h.id, opts_.triage_timeout);
+        auto t = model_triage(inc, h.openai_url, opts_.triage_model, h.id, opts_.triage_timeout, opts_.api_key);
         if (t.ok()) return t.value();
         why = "the triage model `" + opts_.triage_model + "` on `" + h.id + "` failed: " + t.err().message + ".";
         rc::log::warn("fleet", "model_triage_failed", {{"host", h.id}, {"error", t.err().message}});

@@ -26,6 +26,7 @@ struct triager_options {
     std::string triage_model;  // empty: rules only
     std::chrono::milliseconds triage_timeout{60000};
     std::chrono::milliseconds poll_interval{500};
+    std::string api_key;  // the fleet's servers' bearer key, when they require one
     outbox_options outbox;
 };
 

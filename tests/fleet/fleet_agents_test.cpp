@@ -129,6 +129,17 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
     ASSERT_TRUE(eventually([&] { return health("a", "b") == "up" && health("b", "a") == "up"; }, 60s)) << logs();
     EXPECT_EQ(state_in_status("c"), "down");
     EXPECT_TRUE(serves(urls["a"]));
+
+    // The lease lost (revoked behind the agent's back, as after a restore): a new one, same process.
+    const int64_t old_lease = etcd->get(keys.host("a"))->kvs.at(0).lease;
+    ASSERT_TRUE(etcd->revoke(old_lease).ok());
+    ASSERT_TRUE(eventually([&] {
+        auto r = etcd->get(keys.host("a"));
+        return r.ok() && !r->kvs.empty() && r->kvs[0].lease != old_lease && r->kvs[0].lease != 0;
+    }, 30s)) << logs();
+    EXPECT_NE(agents[0]->log().find("event=lease_lost"), std::string::npos);
+    EXPECT_EQ(agents[0]->pid(), pid_a);
+    ASSERT_TRUE(eventually([&] { return health("b", "a") == "up"; }, 30s)) << "a's health entries are back on its new lease";
 }
 
 TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_host) {

@@ -98,11 +98,12 @@ TEST_F(fleet_triage, the_same_fault_three_times_is_one_issue_and_two_comments) {
     auto issue = gh.issues()[0];
     EXPECT_NE(issue.body.find("signal 11"), std::string::npos) << issue.body;
     EXPECT_NE(issue.body.find("Triaged by rules, not by a model: no triage model is configured"), std::string::npos) << issue.body;
+    ASSERT_TRUE(eventually([&] {
+        auto all = outbox_all();
+        return all.size() == 3 && std::all_of(all.begin(), all.end(), [](const json & e) { return e["state"] == "done"; });
+    }, 30s)) << "GitHub has the comment before the outbox says done";
     std::set<std::string> fps;
-    for (const auto & e : outbox_all()) {
-        EXPECT_EQ(e["state"], "done");
-        fps.insert(e["fingerprint"].get<std::string>());
-    }
+    for (const auto & e : outbox_all()) fps.insert(e["fingerprint"].get<std::string>());
     EXPECT_EQ(fps.size(), 1u) << "one fingerprint for the same fault";
     EXPECT_EQ(gh.calls("POST", "/issues").size(), 1u);
     EXPECT_EQ(gh.calls("POST", "/comments").size(), 2u);
