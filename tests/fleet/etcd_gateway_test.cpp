@@ -174,8 +174,8 @@ TEST(etcd_real, a_dead_member_is_failed_over) {
     std::atomic<bool> stop{false};
     std::atomic<int> events{0};
     std::atomic<bool> broke{false};
+    int64_t next = g.get("f")->revision + 1;  // before the thread: the put below must be after it
     std::thread t([&] {
-        int64_t next = g.get("f")->revision + 1;
         while (!stop) {
             auto w = g.watch("f", next, [&](const std::vector<etcd_event> & evs, int64_t) {
                 events += int(evs.size());
@@ -184,6 +184,14 @@ TEST(etcd_real, a_dead_member_is_failed_over) {
             if (!w.ok()) broke = true;  // the member serving the watch died: resume elsewhere
         }
     });
+    struct joiner {
+        std::atomic<bool> & stop;
+        std::thread & t;
+        ~joiner() {
+            stop = true;
+            if (t.joinable()) t.join();
+        }
+    } join_on_exit{stop, t};  // a failed ASSERT must not leave a joinable thread (std::terminate)
     ASSERT_TRUE(g.put("f", "2").ok());
     ASSERT_TRUE(eventually([&] { return events.load() == 1; }, 10s));
     c.kill_member(0);
@@ -194,8 +202,6 @@ TEST(etcd_real, a_dead_member_is_failed_over) {
     auto lease = g.grant(5s);
     ASSERT_TRUE(lease.ok());
     EXPECT_GT(g.keepalive(lease.value()).value(), 0);
-    stop = true;
-    t.join();
 }
 
 }  // namespace
