@@ -2,10 +2,10 @@
 // A real `rustycage agent` for tests: its own data and models directories (the generated tiny model
 // linked in as "tiny"), the server on free ports, short heartbeats and probes, output in a log
 // file. kill() is kill -9 of the agent (and, with the server pid from its record, of the server);
-// stop() is SIGTERM (drain). The destructor kills whatever still runs.
+// stop() is SIGTERM (drain). The destructor kills whatever still runs; a test process that dies
+// takes its agents with it (PR_SET_PDEATHSIG), and they their servers.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,8 +14,6 @@
 #include <vector>
 
 #include "fleet_test_util.h"
-
-extern char ** environ;
 
 namespace rc::test {
 
@@ -48,23 +46,9 @@ class agent_process {
                                          "--models-dir", (dir_ / "models").string(), "--openai-port", "0", "--ollama-port", "0",
                                          "--threads", "1", "--ctx-size", "1024", "--parallel", "2"};
         args.insert(args.end(), cfg_.extra.begin(), cfg_.extra.end());
-        std::vector<char *> argv;
-        for (auto & a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        std::vector<std::string> env_store;
-        for (char ** e = environ; *e; ++e) env_store.push_back(*e);
-        for (const auto & e : cfg_.env) env_store.push_back(e);
-        std::vector<char *> envp;
-        for (auto & e : env_store) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        const std::string log = log_path().string();
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
-        posix_spawn_file_actions_destroy(&fa);
+        std::vector<std::string> env = environment();
+        env.insert(env.end(), cfg_.env.begin(), cfg_.env.end());
+        pid_ = spawn_tied(std::move(args), std::move(env), log_path().string());
     }
 
     // kill -9 of the agent; `server_pid` > 0 is killed too (the record tells it).

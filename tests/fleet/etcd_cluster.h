@@ -1,11 +1,11 @@
 #pragma once
 // Real etcd members for tests: N members of one cluster on free loopback ports, each in its own
 // temporary data directory, killed (SIGKILL) and removed on destruction even when a test fails.
-// Members can be killed and restarted (same data directory, same ports) to test outages.
+// Members die with the test process (PR_SET_PDEATHSIG) even when it crashes. Members can be
+// killed and restarted (same data directory, same ports) to test outages.
 // available() is false when there is no etcd binary (scripts/setup.sh installs etcd-server).
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +16,6 @@
 
 #include "fleet/etcd_gateway.h"
 #include "fleet_test_util.h"
-
-extern char ** environ;
 
 namespace rc::test {
 
@@ -99,17 +97,7 @@ class etcd_cluster {
                                          // etcd's defaults; its shortest lease is 1.5 election timeouts (2 s), the agents' test TTL.
                                          "--heartbeat-interval", "100", "--election-timeout", "1000", "--logger", "zap", "--log-level", "error"};
         (void) initial;
-        std::vector<char *> argv;
-        for (auto & a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        const std::string log = (dir_.path() / (m.name + ".log")).string();
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        if (posix_spawn(&m.pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) m.pid = -1;
-        posix_spawn_file_actions_destroy(&fa);
+        m.pid = spawn_tied(std::move(args), environment(), (dir_.path() / (m.name + ".log")).string());
     }
 
     temp_dir dir_;
