@@ -46,7 +46,7 @@ for h in lab-a lab-b lab-c; do
     mkdir -p "$dir/$h/models"
     ln -s "$dir/demo.gguf" "$dir/$h/models/demo.gguf"
     "$bin" agent --etcd "$endpoints" --host-id "$h" --data-dir "$dir/$h/agent" --heartbeat-ttl 4s \
-        --models-dir "$dir/$h/models" --openai-port 0 --ollama-port 0 --threads 1 --ctx-size 1024 --quiet-server \
+        --models-dir "$dir/$h/models" --openai-port 0 --ollama-port 0 --threads 1 --ctx-size 1024 --preload demo --quiet-server \
         --log-level warn >"$dir/$h/agent.log" 2>&1 &
     pids+=($!)
     echo "agent $h: log $dir/$h/agent.log"

@@ -147,6 +147,19 @@ json op_json(const etcd_op & op) {
     return json::object();
 }
 
+// POST <endpoint>/v3/<path> with a JSON body; timeout 0: a stream without an overall limit.
+http_request post(const std::string & endpoint, const std::string & path, const json & body, std::chrono::milliseconds timeout,
+                  std::chrono::milliseconds connect_timeout) {
+    http_request req;
+    req.method = "POST";
+    req.url = endpoint + "/v3/" + path;
+    req.headers = {"Content-Type: application/json"};
+    req.body = body.dump();
+    req.timeout = timeout;
+    req.connect_timeout = connect_timeout;
+    return req;
+}
+
 json leader_json(const etcd_leader & l) {
     return {{"name", b64(l.name)}, {"key", b64(l.key)}, {"rev", std::to_string(l.rev)}, {"lease", std::to_string(l.lease)}};
 }
@@ -199,14 +212,7 @@ result<json> etcd_gateway::call(const std::string & path, const json & body) {
     const size_t first = preferred_.load();
     for (size_t i = 0; i < n; ++i) {
         const size_t idx = (first + i) % n;
-        http_request req;
-        req.method = "POST";
-        req.url = opts_.endpoints[idx] + "/v3/" + path;
-        req.headers = {"Content-Type: application/json"};
-        req.body = body.dump();
-        req.timeout = opts_.request_timeout;
-        req.connect_timeout = opts_.connect_timeout;
-        auto r = http_call(req);
+        auto r = http_call(post(opts_.endpoints[idx], path, body, opts_.request_timeout, opts_.connect_timeout));
         if (!r.ok()) {
             failures += (failures.empty() ? "" : "; ") + r.err().message;
             continue;
@@ -236,16 +242,10 @@ result<long> etcd_gateway::stream(const std::string & path, const json & body, c
     const size_t first = preferred_.load();
     for (size_t i = 0; i < n; ++i) {
         const size_t idx = (first + i) % n;
-        http_request req;
-        req.method = "POST";
-        req.url = opts_.endpoints[idx] + "/v3/" + path;
-        req.headers = {"Content-Type: application/json"};
-        req.body = body.dump();
-        req.timeout = std::chrono::milliseconds(0);
-        req.connect_timeout = opts_.connect_timeout;
         bool got_data = false;
         auto r = http_stream(
-            req, [&](std::string_view d) { got_data = true; return on_data(d); }, should_stop);
+            post(opts_.endpoints[idx], path, body, std::chrono::milliseconds(0), opts_.connect_timeout),
+            [&](std::string_view d) { got_data = true; return on_data(d); }, should_stop);
         if (!r.ok()) {
             if (got_data) return r.err();  // the stream started and broke: the caller resumes
             failures += (failures.empty() ? "" : "; ") + r.err().message;
