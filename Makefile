@@ -13,7 +13,7 @@ else ifeq ($(GPU),metal)
   CMAKE_ARGS += -DRUSTYCAGE_METAL=ON
 endif
 
-.PHONY: all setup configure build test run clean sanitize
+.PHONY: all setup configure build test run clean sanitize fleet-demo
 
 all: build
 
@@ -44,6 +44,10 @@ run: build
 	@echo "Stop with Ctrl-C."
 	@echo
 	@exec $(BUILD)/bin/rustycage serve --models-dir $(MODELS_DIR) --preload demo
+
+# A local fleet (docs/FLEET.md): 3 etcd members and 3 agents on loopback, then `rustycage fleet status`.
+fleet-demo: build
+	@scripts/fleet-demo.sh $(BUILD)
 
 # Our code under AddressSanitizer + UBSan (llama.cpp itself stays a normal build).
 sanitize:

@@ -39,5 +39,9 @@ void register_cp(CLI::App & app, std::function<int()> & action);
 void register_create(CLI::App & app, std::function<int()> & action);
 void register_search(CLI::App & app, std::function<int()> & action);
 void register_ps(CLI::App & app, std::function<int()> & action);
+// The fleet (cli_agent.cpp, cli_fleet.cpp, cli_incidents.cpp; src/fleet).
+void register_agent(CLI::App & app, std::function<int()> & action);
+void register_fleet(CLI::App & app, std::function<int()> & action);
+void register_incidents(CLI::App & app, std::function<int()> & action);
 
 }  // namespace rc::cli

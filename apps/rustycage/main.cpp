@@ -13,6 +13,8 @@ int main(int argc, char ** argv) {
     for (auto reg : {rc::cli::register_pull, rc::cli::register_list, rc::cli::register_show, rc::cli::register_rm, rc::cli::register_cp,
                      rc::cli::register_create, rc::cli::register_search, rc::cli::register_ps})
         reg(app, action);
+    for (auto reg : {rc::cli::register_agent, rc::cli::register_fleet, rc::cli::register_incidents})
+        reg(app, action);
     app.add_subcommand("version", "Print the version and the pinned llama.cpp commit")->callback([&action] {
         action = [] {
             std::cout << "rustycage " << RUSTYCAGE_VERSION << " (llama.cpp " << RUSTYCAGE_LLAMA_COMMIT << ")\n";

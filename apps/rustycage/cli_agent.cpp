@@ -1,0 +1,175 @@
+// `rustycage agent`: the resident agent of one host (src/fleet/agent.h). Flags it does not know are
+// `rustycage serve` flags and go to the server it supervises.
+#include <pthread.h>
+#include <csignal>
+#include <signal.h>
+
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "fleet/agent.h"
+#include "fleet_cli.h"
+#include "util/log.h"
+#include "version.h"
+
+namespace rc::cli {
+
+namespace {
+
+struct agent_flags {
+    etcd_flags etcd;
+    std::string host_id, data_dir;
+    std::string heartbeat_ttl = "10s", probe_interval = "2s", probe_timeout = "1s", publish_interval = "5s";
+    std::string drain_timeout = "20s", restart_backoff = "500ms", max_backoff = "30s", stable_after = "30s";
+    int crash_loop_after = 3;
+    std::string advertise_host, smoke_model;
+    std::string github_repo, triage_model, triage_timeout = "60s", github_timeout = "15s", github_label = "rustycage-incident";
+    std::string github_closed = "reopen", filing_grace = "30s", github_backoff = "2s";
+    int burst_5xx = 20;
+    std::string burst_window = "60s";
+    std::string log_level = "info";
+    bool quiet_server = false;
+};
+
+// The value of a serve flag among the pass-through arguments ("--models-dir X" or "--models-dir=X").
+std::string find_flag(const std::vector<std::string> & args, const std::string & flag) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == flag && i + 1 < args.size()) return args[i + 1];
+        if (args[i].starts_with(flag + "=")) return args[i].substr(flag.size() + 1);
+    }
+    return {};
+}
+
+int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
+    if (!apply_log_level(f.log_level)) return 2;
+    fleet::agent_options o;
+    try {
+        o.heartbeat_ttl = std::chrono::duration_cast<std::chrono::seconds>(parse_duration_flag("--heartbeat-ttl", f.heartbeat_ttl));
+        o.probe_interval = parse_duration_flag("--probe-interval", f.probe_interval);
+        o.probe_timeout = parse_duration_flag("--probe-timeout", f.probe_timeout);
+        o.publish_interval = parse_duration_flag("--publish-interval", f.publish_interval);
+        o.server.drain_timeout = parse_duration_flag("--drain-timeout", f.drain_timeout);
+        o.server.initial_backoff = parse_duration_flag("--restart-backoff", f.restart_backoff);
+        o.server.max_backoff = parse_duration_flag("--max-backoff", f.max_backoff);
+        o.server.stable_after = parse_duration_flag("--stable-after", f.stable_after);
+        o.triage_timeout = parse_duration_flag("--triage-timeout", f.triage_timeout);
+        o.github.timeout = parse_duration_flag("--github-timeout", f.github_timeout);
+        o.outbox.filing_grace = parse_duration_flag("--filing-grace", f.filing_grace);
+        o.outbox.initial_backoff = parse_duration_flag("--github-backoff", f.github_backoff);
+        o.burst_window = std::chrono::duration_cast<std::chrono::seconds>(parse_duration_flag("--burst-window", f.burst_window));
+    } catch (const CLI::ValidationError & e) {
+        return fail(e.what());
+    }
+    if (o.heartbeat_ttl.count() < 2) return fail("--heartbeat-ttl must be at least 2s (etcd's leases count in seconds)");
+    auto eps = fleet::parse_etcd_endpoints(f.etcd.endpoints);
+    if (!eps.ok()) return fail("--etcd: " + eps.err().message);
+    if (f.github_closed != "reopen" && f.github_closed != "reference") return fail("--github-closed must be reopen or reference");
+
+    o.host_id = f.host_id;
+    o.data_dir = f.data_dir;
+    o.etcd.endpoints = eps.value();
+    o.prefix = f.etcd.prefix;
+    o.advertise_host = f.advertise_host;
+    o.smoke_model = f.smoke_model;
+    o.version = RUSTYCAGE_VERSION;
+    o.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
+    o.burst_5xx = f.burst_5xx;
+    o.triage_model = f.triage_model;
+    o.outbox.label = f.github_label;
+    o.outbox.closed_policy = f.github_closed;
+    if (!f.github_repo.empty()) {
+        const auto timeout = o.github.timeout;
+        o.github = fleet::github_options_from_env(f.github_repo);
+        o.github.timeout = timeout;
+    }
+    // The server shares the agent's models directory: the agent reads quarantine status and the
+    // local incident log there.
+    std::string models = find_flag(serve_args, "--models-dir");
+    if (models.empty()) {
+        const char * env = std::getenv("RUSTYCAGE_MODELS_DIR");
+        models = env && *env ? env : default_models_dir();
+        serve_args.insert(serve_args.begin(), {"--models-dir", models});
+    }
+    o.models_dir = models;
+    // The agent talks to its server (and the triage model) with the server's own key.
+    o.api_key = find_flag(serve_args, "--api-key");
+    if (o.api_key.empty()) {
+        const std::string keys = find_flag(serve_args, "--api-keys").empty() ? (std::getenv("RUSTYCAGE_API_KEYS") ? std::getenv("RUSTYCAGE_API_KEYS") : "")
+                                                                              : find_flag(serve_args, "--api-keys");
+        o.api_key = keys.substr(0, keys.find(','));
+    }
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return fail("cannot find the rustycage executable (/proc/self/exe)");
+    o.server.argv = {self.string(), "serve"};
+    o.server.argv.insert(o.server.argv.end(), serve_args.begin(), serve_args.end());
+    o.server.crash_loop_after = f.crash_loop_after;
+    o.server.forward_output = !f.quiet_server;
+
+    // Signals are taken by one thread; every thread started later inherits the mask (the server
+    // child gets a clean one).
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    fleet::agent a(std::move(o));
+    std::thread waiter([&] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        rc::log::info("fleet", "signal", {{"signal", sig}});
+        a.stop();
+    });
+    const status st = a.run();
+    pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter if no signal came
+    waiter.join();
+    if (!st) return fail(st.err());
+    return 0;
+}
+
+}  // namespace
+
+void register_agent(CLI::App & app, std::function<int()> & action) {
+    auto f = std::make_shared<agent_flags>();
+    auto * cmd = app.add_subcommand("agent", "Run this host's fleet agent: supervise `rustycage serve`, register in etcd, triage incidents");
+    cmd->allow_extras();
+    add_etcd_flags(*cmd, f->etcd);
+    cmd->add_option("--host-id", f->host_id, "This host's name in the fleet")->envname("RUSTYCAGE_HOST_ID")->required();
+    cmd->add_option("--data-dir", f->data_dir, "The agent's own state (lock, publication journal)")->envname("RUSTYCAGE_AGENT_DIR")->required();
+    cmd->add_option("--heartbeat-ttl", f->heartbeat_ttl, "Lease TTL of the host record; keepalive every TTL/3")->capture_default_str();
+    cmd->add_option("--probe-interval", f->probe_interval, "How often the server and the peers are probed")->capture_default_str();
+    cmd->add_option("--probe-timeout", f->probe_timeout, "A probe slower than this fails")->capture_default_str();
+    cmd->add_option("--publish-interval", f->publish_interval, "Republish the host record at least this often")->capture_default_str();
+    cmd->add_option("--advertise-host", f->advertise_host, "Host name peers reach the server at (when it binds 0.0.0.0)");
+    cmd->add_option("--drain-timeout", f->drain_timeout, "On stop, how long the server may take before SIGKILL")->capture_default_str();
+    cmd->add_option("--restart-backoff", f->restart_backoff, "First restart delay after a server exit (doubles)")->capture_default_str();
+    cmd->add_option("--max-backoff", f->max_backoff, "Longest restart delay")->capture_default_str();
+    cmd->add_option("--stable-after", f->stable_after, "Ready this long resets the backoff")->capture_default_str();
+    cmd->add_option("--crash-loop-after", f->crash_loop_after, "Exits before ready, in a row, that make a crash loop")->check(CLI::Range(1, 100))->capture_default_str();
+    cmd->add_option("--smoke-model", f->smoke_model, "Send this model a one-token request after every server start");
+    cmd->add_option("--burst-5xx", f->burst_5xx, "5xx answers within --burst-window that make an incident")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    cmd->add_option("--burst-window", f->burst_window, "Window of --burst-5xx")->capture_default_str();
+    cmd->add_option("--github-repo", f->github_repo, "File incidents as issues of owner/name (token: GITHUB_TOKEN, API: GITHUB_API_URL)")
+        ->envname("RUSTYCAGE_GITHUB_REPO");
+    cmd->add_option("--triage-model", f->triage_model, "A model served by the fleet that triages incidents (rules otherwise)");
+    cmd->add_option("--triage-timeout", f->triage_timeout, "How long the triage model may take")->capture_default_str();
+    cmd->add_option("--github-timeout", f->github_timeout, "How long one GitHub call may take")->capture_default_str();
+    cmd->add_option("--github-label", f->github_label, "Label of the issues the fleet files (dedup looks them up by it)")->capture_default_str();
+    cmd->add_option("--github-closed", f->github_closed, "A recurrence of a closed issue: reopen it, or reference it from a new one")->capture_default_str();
+    cmd->add_option("--github-backoff", f->github_backoff, "First retry delay after GitHub failed (doubles up to 5m)")->capture_default_str();
+    cmd->add_option("--filing-grace", f->filing_grace, "How long a claim by a lost triager is left alone")->capture_default_str();
+    cmd->add_flag("--quiet-server", f->quiet_server, "Do not copy the server's output to the agent's stderr");
+    cmd->add_option("--log-level", f->log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();
+    cmd->footer("Any other flag is passed to `rustycage serve` (e.g. --openai-port 8080 --models-dir DIR --ctx-size 4096).");
+    cmd->callback([f, cmd, &action] {
+        auto extras = cmd->remaining();
+        action = [f, extras] { return run_agent(*f, extras); };
+    });
+}
+
+}  // namespace rc::cli

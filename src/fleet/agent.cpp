@@ -1,0 +1,415 @@
+#include "fleet/agent.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <regex>
+#include <thread>
+
+#include "fleet/http_transport.h"
+#include "models/local_catalog.h"
+#include "store/timestamps.h"
+#include "util/log.h"
+
+namespace rc::fleet {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+using steady = std::chrono::steady_clock;
+
+std::string now_text() { return store::format_rfc3339(std::chrono::system_clock::now()); }
+
+// The value of `key=` in one of our log lines (quoted values may contain spaces and \" escapes).
+std::string log_field(const std::string & line, const std::string & key) {
+    const std::string needle = " " + key + "=";
+    size_t pos = line.find(needle);
+    if (pos == std::string::npos) return {};
+    pos += needle.size();
+    std::string out;
+    if (pos < line.size() && line[pos] == '"') {
+        for (size_t i = pos + 1; i < line.size() && line[i] != '"'; ++i) {
+            if (line[i] == '\\' && i + 1 < line.size()) ++i;
+            out += line[i];
+        }
+        return out;
+    }
+    const size_t end = line.find(' ', pos);
+    return line.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+}
+
+bool looks_like_oom(const std::string & error) {
+    static const std::regex oom(R"(out of memory|failed to allocate|cannot allocate|\bOOM\b|insufficient memory)", std::regex::icase);
+    return std::regex_search(error, oom);
+}
+
+ojson tail_json(const std::vector<std::string> & lines) {
+    ojson a = ojson::array();
+    for (const auto & l : lines) a.push_back(l);
+    return a;
+}
+
+}  // namespace
+
+agent::agent(agent_options opts) : opts_(std::move(opts)) { keys_.prefix = opts_.prefix; }
+
+agent::~agent() {
+    if (lock_fd_ >= 0) close(lock_fd_);
+}
+
+void agent::stop() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+}
+
+bool agent::wait(std::chrono::milliseconds d, bool wake_on_republish) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, d, [&] { return stopping_.load() || (wake_on_republish && republish_.load()); });
+}
+
+std::string agent::advertised(const std::string & url) const {
+    if (opts_.advertise_host.empty() || url.empty()) return url;
+    static const std::regex host_re(R"(^(https?://)([^/:]+|\[[^\]]+\])(:\d+.*)$)");
+    return std::regex_replace(url, host_re, "$1" + opts_.advertise_host + "$3");
+}
+
+host_record agent::build_record() {
+    host_record r;
+    r.id = opts_.host_id;
+    r.agent_pid = static_cast<int>(getpid());
+    r.agent_version = opts_.version;
+    r.agent_started_at = started_at_;
+    r.version = opts_.version;
+    r.llama_commit = opts_.llama_commit;
+    r.backend = hardware_.backend;
+    r.devices = hardware_.devices;
+    r.memory_total = hardware_.memory_total;
+    r.memory_available = hardware_.memory_available;
+    r.triage_candidate = triager_ != nullptr;
+    const supervisor_snapshot sup = supervisor_->snapshot();
+    r.openai_url = advertised(sup.openai_url);
+    r.ollama_url = advertised(sup.ollama_url);
+    std::lock_guard<std::mutex> lock(mu_);
+    const server_snapshot & s = last_snapshot_;
+    if (!s.version.empty()) r.version = s.version;
+    if (!s.llama_commit.empty()) r.llama_commit = s.llama_commit;
+    r.build_info = s.build_info;
+    r.server.state = sup.state;
+    r.server.ready = sup.state == "ready" && sup.pid > 0 && s.health.ready;
+    if (sup.state == "ready" && !s.health.ready) r.server.state = "unresponsive";
+    r.server.pid = sup.pid;
+    r.server.restarts = sup.restarts;
+    r.server.since = store::format_rfc3339(sup.since);
+    r.server.last_exit = sup.last_exit;
+    r.models = s.models;
+    r.kv = s.kv;
+    return r;
+}
+
+bool agent::register_host() {
+    auto lease = etcd_->grant(opts_.heartbeat_ttl);
+    if (!lease.ok()) return false;
+    (void) etcd_->put(keys_.schema(), std::to_string(fleet_schema_version));
+    std::string first_seen = now_text();
+    if (auto old = etcd_->get(keys_.roster_entry(opts_.host_id)); old.ok() && !old->kvs.empty()) {
+        auto j = ojson::parse(old->kvs[0].value, nullptr, false);
+        if (j.is_object() && j.contains("first_seen") && j["first_seen"].is_string()) first_seen = j["first_seen"].get<std::string>();
+    }
+    const ojson roster = {{"id", opts_.host_id}, {"first_seen", first_seen}, {"last_registered", now_text()}, {"left_at", ""}};
+    (void) etcd_->put(keys_.roster_entry(opts_.host_id), roster.dump());
+    host_record rec = build_record();
+    rec.updated_at = now_text();
+    if (!etcd_->put(keys_.host(opts_.host_id), to_json(rec).dump(), lease.value()).ok()) {
+        (void) etcd_->revoke(lease.value());
+        return false;
+    }
+    lease_ = lease.value();
+    peers_->lease_changed();
+    rc::log::info("fleet", "registered", {{"host", opts_.host_id}, {"lease", lease.value()}, {"ttl_s", int64_t(opts_.heartbeat_ttl.count())}});
+    return true;
+}
+
+void agent::heartbeat_loop() {
+    const auto interval = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(100), opts_.heartbeat_ttl / 3);
+    bool outage = false;
+    ojson last;
+    auto last_publish = steady::now();
+    while (!stopping_) {
+        if (lease_ == 0) {
+            if (register_host()) {
+                if (outage) rc::log::info("fleet", "etcd_reachable", {{"host", opts_.host_id}});
+                outage = false;
+                republish_ = false;
+                last_publish = steady::now();
+            } else {
+                if (!outage) rc::log::warn("fleet", "etcd_unreachable", {{"host", opts_.host_id}, {"note", "serving on; will register when etcd answers"}});
+                outage = true;
+                wait(std::min<std::chrono::milliseconds>(interval, std::chrono::milliseconds(1000)), false);
+                continue;
+            }
+        } else {
+            auto ka = etcd_->keepalive(lease_);
+            if (!ka.ok()) {
+                if (!outage) rc::log::warn("fleet", "etcd_unreachable", {{"host", opts_.host_id}, {"error", ka.err().message}});
+                outage = true;
+            } else if (ka.value() == 0) {
+                rc::log::warn("fleet", "lease_lost", {{"host", opts_.host_id}, {"lease", lease_.load()}});
+                lease_ = 0;
+                continue;
+            } else if (outage) {
+                rc::log::info("fleet", "etcd_reachable", {{"host", opts_.host_id}});
+                outage = false;
+                republish_ = true;
+            }
+            if (!outage) {
+                host_record rec = build_record();
+                ojson j = to_json(rec);
+                if (republish_ || j != last || steady::now() - last_publish >= opts_.publish_interval) {
+                    republish_ = false;
+                    rec.updated_at = now_text();
+                    auto put = etcd_->put(keys_.host(opts_.host_id), to_json(rec).dump(), lease_);
+                    if (put.ok()) {
+                        last = j;
+                        last_publish = steady::now();
+                    } else if (put.err().code == errc::not_found) {
+                        lease_ = 0;  // etcd forgot the lease: register anew
+                        continue;
+                    }
+                }
+            }
+        }
+        wait(interval, !outage);
+    }
+}
+
+void agent::check_server(const server_snapshot & s) {
+    if (!s.health.reachable) return;
+    const auto now = steady::now();
+    if (s.corrupt_blocks > corrupt_seen_) {
+        const uint64_t fresh = s.corrupt_blocks - corrupt_seen_;
+        corrupt_seen_ = s.corrupt_blocks;
+        incidents_->record("kv_corrupt_blocks", "", "", "corrupt KV blocks dropped from the disk tier",
+                           {{"error", std::to_string(fresh) + " corrupt block(s) since the last check"}, {"total", s.corrupt_blocks},
+                            {"log_tail", tail_json(supervisor_->tail(20))}});
+    }
+    fivexx_.emplace_back(now, s.responses_5xx);
+    while (!fivexx_.empty() && now - fivexx_.front().first > opts_.burst_window) fivexx_.erase(fivexx_.begin());
+    const uint64_t in_window = fivexx_.back().second >= fivexx_.front().second ? fivexx_.back().second - fivexx_.front().second : 0;
+    if (in_window >= uint64_t(opts_.burst_5xx) && (last_burst_ == steady::time_point{} || now - last_burst_ > opts_.burst_window)) {
+        last_burst_ = now;
+        ojson routes = ojson::object();
+        for (const auto & [route, n] : s.routes_5xx) routes[route] = n;
+        incidents_->record("http_5xx_burst", "", "", "burst of 5xx responses",
+                           {{"error", std::to_string(in_window) + " 5xx responses within " + std::to_string(opts_.burst_window.count()) + " s"},
+                            {"routes", routes}, {"log_tail", tail_json(supervisor_->tail(40))}});
+    }
+}
+
+void agent::smoke_test(const std::string & url) {
+    http_request req;
+    req.method = "POST";
+    req.url = url + "/v1/chat/completions";
+    req.headers = {"Content-Type: application/json"};
+    if (!opts_.api_key.empty()) req.headers.push_back("Authorization: Bearer " + opts_.api_key);
+    req.body = ojson{{"model", opts_.smoke_model}, {"messages", {{{"role", "user"}, {"content", "ping"}}}}, {"max_tokens", 1}}.dump();
+    req.timeout = std::chrono::milliseconds(60000);
+    auto r = http_call(req);
+    std::string why;
+    if (!r.ok()) why = r.err().message;
+    else if (!r->ok()) why = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
+    else {
+        auto j = nlohmann::json::parse(r->body, nullptr, false);
+        if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) why = "the answer has no choices";
+    }
+    if (why.empty()) {
+        rc::log::info("fleet", "smoke_test_passed", {{"model", opts_.smoke_model}});
+        return;
+    }
+    incidents_->record("smoke_test_failed", opts_.smoke_model, "", why, {{"error", why}, {"log_tail", tail_json(supervisor_->tail(40))}});
+}
+
+void agent::probe_loop() {
+    while (!stopping_) {
+        const supervisor_snapshot sup = supervisor_->snapshot();
+        server_snapshot snap;
+        if (!sup.openai_url.empty() && (sup.state == "ready" || sup.state == "starting")) snap = probe_server(sup.openai_url, opts_.probe_timeout, opts_.api_key);
+        // Quarantine status comes from the store itself: /api/tags lists servable models only.
+        std::vector<model_fact> models;
+        for (const auto & e : models::local_catalog(opts_.models_dir).list()) {
+            model_fact m{e.name, e.digest, e.status, false, e.size_bytes};
+            for (const auto & served : snap.models) {
+                if (served.name == e.name || served.name == e.name + ":latest") {
+                    m.loaded = served.loaded;
+                    if (m.digest.empty()) m.digest = served.digest;
+                }
+            }
+            models.push_back(std::move(m));
+        }
+        snap.models = std::move(models);
+        bool changed;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            changed = snap.health.ready != last_snapshot_.health.ready;
+            last_snapshot_ = snap;
+        }
+        if (changed) {
+            republish_ = true;
+            cv_.notify_all();
+        }
+        if (sup.state == "ready") check_server(snap);
+        if (smoke_pending_ && snap.health.ready) {
+            smoke_pending_ = false;
+            smoke_test(sup.openai_url);
+        }
+        peers_->probe_once();
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, opts_.probe_interval, [&] { return stopping_.load(); });
+    }
+}
+
+void agent::incident_loop() {
+    bool failing = false;
+    while (!stopping_) {
+        auto r = incidents_->publish_once();
+        if (!r.ok() && !failing) rc::log::warn("fleet", "incidents_not_published", {{"error", r.err().message}, {"note", "kept locally; retrying"}});
+        failing = !r.ok();
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_.load(); });
+    }
+}
+
+void agent::on_server_event(const supervisor_event & ev) {
+    using k = supervisor_event::kind;
+    switch (ev.what) {
+        case k::started: {
+            std::lock_guard<std::mutex> lock(mu_);
+            corrupt_seen_ = 0;
+            fivexx_.clear();
+            last_snapshot_ = server_snapshot{};
+            break;
+        }
+        case k::ready: smoke_pending_ = !opts_.smoke_model.empty(); break;
+        case k::exited:
+            if (ev.was_ready)
+                incidents_->record("server_crash", "", "", ev.exit_description,
+                                   {{"error", ev.exit_description}, {"uptime_s", ev.uptime.count() / 1000.0}, {"log_tail", tail_json(ev.tail)}});
+            break;
+        case k::crash_loop: {
+            ojson exits = ojson::array();
+            for (const auto & e : ev.recent_exits) exits.push_back(e);
+            incidents_->record("crash_loop", "", "", "the server exits before it is ready (" + ev.exit_description + ")",
+                               {{"error", ev.exit_description}, {"consecutive_failures", ev.consecutive_failures}, {"exits", exits},
+                                {"log_tail", tail_json(ev.tail)}});
+            break;
+        }
+        case k::stopped: break;
+    }
+    republish_ = true;
+    cv_.notify_all();
+}
+
+void agent::on_server_line(const std::string & line) {
+    if (line.find(" event=load_failed") == std::string::npos) return;
+    const std::string model = log_field(line, "model");
+    const std::string error = log_field(line, "error");
+    std::string digest;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto & m : last_snapshot_.models)
+            if (m.name == model || m.name == model + ":latest") digest = m.digest;
+    }
+    incidents_->record(looks_like_oom(error) ? "out_of_memory" : "model_load_failed", model, digest, error,
+                       {{"error", error}, {"log_tail", tail_json(supervisor_->tail(40))}});
+}
+
+std::vector<host_record> agent::healthy_hosts() const {
+    std::vector<host_record> self, others;
+    for (const auto & p : peers_->peers()) {
+        if (!p.registered || !p.record || !p.record->server.ready) continue;
+        if (p.id == opts_.host_id) self.push_back(*p.record);
+        else if (p.state == "up") others.push_back(*p.record);
+    }
+    self.insert(self.end(), others.begin(), others.end());
+    return self;
+}
+
+status agent::run() {
+    if (!valid_host_id(opts_.host_id))
+        return make_error(errc::invalid_argument, "--host-id '" + opts_.host_id + "' must be 1-63 of A-Z a-z 0-9 . _ - (not starting with . or -)");
+    if (!valid_fleet_prefix(opts_.prefix)) return make_error(errc::invalid_argument, "--etcd-prefix '" + opts_.prefix + "' must end in '/'");
+    if (opts_.etcd.endpoints.empty()) return make_error(errc::invalid_argument, "no etcd endpoint (--etcd)");
+    if (!opts_.github.repo.empty() && !valid_github_repo(opts_.github.repo))
+        return make_error(errc::invalid_argument, "--github-repo '" + opts_.github.repo + "' is not owner/name");
+    std::error_code ec;
+    std::filesystem::create_directories(opts_.data_dir, ec);
+    std::filesystem::create_directories(opts_.models_dir, ec);
+    lock_fd_ = ::open((opts_.data_dir / "agent.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd_ < 0) return make_error(errc::io, "cannot use the data directory " + opts_.data_dir.string());
+    if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
+        return make_error(errc::io, "another agent runs with the data directory " + opts_.data_dir.string());
+
+    started_at_ = now_text();
+    hardware_ = read_hardware();
+    const ojson versions = {{"rustycage", opts_.version}, {"llama_commit", opts_.llama_commit}, {"backend", hardware_.backend}};
+    etcd_ = std::make_unique<etcd_gateway>(opts_.etcd);
+    peers_ = std::make_unique<peer_monitor>(*etcd_, keys_, opts_.host_id, opts_.probe_timeout, [this] { return lease_.load(); });
+    incidents_ = std::make_unique<incident_publisher>(*etcd_, keys_, opts_.host_id, opts_.models_dir, opts_.data_dir, versions, to_json(hardware_));
+    supervisor_ = std::make_unique<supervisor>(
+        opts_.server, [this](const supervisor_event & ev) { on_server_event(ev); }, [this](const std::string & l) { on_server_line(l); });
+    if (!opts_.github.repo.empty()) {
+        if (opts_.github.token.empty()) rc::log::warn("fleet", "github_token_missing", {{"note", "GITHUB_TOKEN is not set; GitHub will refuse to file"}});
+        github_ = std::make_unique<github_rest_client>(opts_.github);
+        triager_options t;
+        t.host = opts_.host_id;
+        t.triage_model = opts_.triage_model;
+        t.triage_timeout = opts_.triage_timeout;
+        t.outbox = opts_.outbox;
+        t.api_key = opts_.api_key;
+        triager_ = std::make_unique<triager>(*etcd_, *github_, keys_, t, [this] { return lease_.load(); }, [this] { return healthy_hosts(); });
+    }
+    rc::log::info("fleet", "agent_starting", {{"host", opts_.host_id}, {"etcd", opts_.etcd.endpoints.front()}, {"triager", triager_ != nullptr}});
+
+    auto stop_requested = [this] { return stopping_.load(); };
+    std::thread sup([this] { supervisor_->run(); });
+    std::thread hb([this] { heartbeat_loop(); });
+    std::thread watch([this, stop_requested] { peers_->run_watch(stop_requested); });
+    std::thread probe([this] { probe_loop(); });
+    std::thread inc([this] { incident_loop(); });
+    std::thread tri;
+    if (triager_) tri = std::thread([this, stop_requested] { triager_->run(stop_requested); });
+
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_.load(); });
+    }
+    rc::log::info("fleet", "agent_stopping", {{"host", opts_.host_id}});
+    supervisor_->stop();
+    sup.join();
+    probe.join();
+    inc.join();
+    (void) incidents_->publish_once();  // what the drain produced
+    if (tri.joinable()) tri.join();
+    watch.join();
+    hb.join();
+    if (const int64_t lease = lease_.exchange(0); lease != 0) {
+        (void) etcd_->revoke(lease);
+        const ojson roster = {{"id", opts_.host_id}, {"last_registered", started_at_}, {"left_at", now_text()}};
+        if (auto old = etcd_->get(keys_.roster_entry(opts_.host_id)); old.ok() && !old->kvs.empty()) {
+            auto j = ojson::parse(old->kvs[0].value, nullptr, false);
+            if (j.is_object()) {
+                j["left_at"] = now_text();
+                (void) etcd_->put(keys_.roster_entry(opts_.host_id), j.dump());
+            }
+        } else {
+            (void) etcd_->put(keys_.roster_entry(opts_.host_id), roster.dump());
+        }
+    }
+    rc::log::info("fleet", "agent_stopped", {{"host", opts_.host_id}});
+    return {};
+}
+
+}  // namespace rc::fleet

@@ -1,0 +1,436 @@
+#include "fleet/etcd_gateway.h"
+
+#include <openssl/evp.h>
+
+#include <regex>
+#include <sstream>
+
+#include "fleet/http_transport.h"
+
+namespace rc::fleet {
+
+namespace {
+
+using json = nlohmann::json;
+
+// gRPC status codes the gateway reports in {"code": N}.
+constexpr int grpc_not_found = 5;
+constexpr int grpc_invalid_argument = 3;
+constexpr int grpc_failed_precondition = 9;
+constexpr int grpc_out_of_range = 11;
+constexpr int grpc_deadline_exceeded = 4;
+constexpr int grpc_unavailable = 14;
+
+int64_t to_int64(const json & j, const char * key) {
+    auto it = j.find(key);
+    if (it == j.end()) return 0;
+    if (it->is_number_integer()) return it->get<int64_t>();
+    if (it->is_string()) {
+        try {
+            return std::stoll(it->get<std::string>());
+        } catch (...) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+std::string b64(const std::string & s) { return etcd_base64_encode(s); }
+
+std::string unb64(const json & j, const char * key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return {};
+    return etcd_base64_decode(it->get<std::string>()).value_or(std::string());
+}
+
+etcd_kv parse_kv(const json & j) {
+    etcd_kv kv;
+    kv.key = unb64(j, "key");
+    kv.value = unb64(j, "value");
+    kv.create_revision = to_int64(j, "create_revision");
+    kv.mod_revision = to_int64(j, "mod_revision");
+    kv.version = to_int64(j, "version");
+    kv.lease = to_int64(j, "lease");
+    return kv;
+}
+
+etcd_range parse_range(const json & j) {
+    etcd_range r;
+    if (auto h = j.find("header"); h != j.end()) r.revision = to_int64(*h, "revision");
+    if (auto kvs = j.find("kvs"); kvs != j.end() && kvs->is_array())
+        for (const auto & kv : *kvs) r.kvs.push_back(parse_kv(kv));
+    return r;
+}
+
+int64_t header_revision(const json & j) {
+    auto h = j.find("header");
+    return h == j.end() ? 0 : to_int64(*h, "revision");
+}
+
+json range_body(const std::string & key, bool prefix) {
+    json b = {{"key", b64(key)}};
+    if (prefix) b["range_end"] = b64(etcd_prefix_end(key));
+    return b;
+}
+
+// An error answer of the gateway: {"error": "...", "message": "...", "code": N}.
+struct etcd_error {
+    int code = -1;
+    std::string message;
+};
+
+etcd_error parse_error(const std::string & body, long status) {
+    etcd_error e;
+    auto j = json::parse(body, nullptr, false);
+    if (j.is_object()) {
+        if (auto err = j.find("error"); err != j.end() && err->is_object()) j = *err;  // streamed errors nest it
+        e.code = j.contains("code") && j["code"].is_number_integer() ? j["code"].get<int>() : -1;
+        e.message = j.value("message", j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : std::string());
+    }
+    if (e.message.empty()) e.message = "HTTP " + std::to_string(status) + (body.empty() ? "" : ": " + body.substr(0, 200));
+    return e;
+}
+
+bool worth_another_member(long status, const etcd_error & e) {
+    return status == 503 || status == 502 || status == 504 || e.code == grpc_unavailable || e.code == grpc_deadline_exceeded;
+}
+
+error to_error(const std::string & what, const etcd_error & e) {
+    errc code = errc::io;
+    if (e.code == grpc_not_found) code = errc::not_found;
+    else if (e.code == grpc_invalid_argument || e.code == grpc_failed_precondition || e.code == grpc_out_of_range) code = errc::invalid_argument;
+    else if (e.code == grpc_unavailable || e.code == grpc_deadline_exceeded) code = errc::unavailable;
+    return make_error(code, "etcd " + what + ": " + e.message);
+}
+
+const char * compare_target(etcd_compare::target t) {
+    switch (t) {
+        case etcd_compare::target::create_revision: return "CREATE";
+        case etcd_compare::target::mod_revision: return "MOD";
+        case etcd_compare::target::version: return "VERSION";
+        case etcd_compare::target::value: return "VALUE";
+    }
+    return "CREATE";
+}
+
+const char * compare_result(etcd_compare::op o) {
+    switch (o) {
+        case etcd_compare::op::equal: return "EQUAL";
+        case etcd_compare::op::not_equal: return "NOT_EQUAL";
+        case etcd_compare::op::greater: return "GREATER";
+        case etcd_compare::op::less: return "LESS";
+    }
+    return "EQUAL";
+}
+
+json compare_json(const etcd_compare & c) {
+    json j = {{"key", b64(c.key)}, {"target", compare_target(c.what)}, {"result", compare_result(c.result)}};
+    switch (c.what) {
+        case etcd_compare::target::create_revision: j["create_revision"] = std::to_string(c.number); break;
+        case etcd_compare::target::mod_revision: j["mod_revision"] = std::to_string(c.number); break;
+        case etcd_compare::target::version: j["version"] = std::to_string(c.number); break;
+        case etcd_compare::target::value: j["value"] = b64(c.value); break;
+    }
+    return j;
+}
+
+json op_json(const etcd_op & op) {
+    switch (op.what) {
+        case etcd_op::kind::put: {
+            json p = {{"key", b64(op.key)}, {"value", b64(op.value)}};
+            if (op.lease) p["lease"] = std::to_string(op.lease);
+            return {{"request_put", p}};
+        }
+        case etcd_op::kind::del: return {{"request_delete_range", range_body(op.key, op.prefix)}};
+        case etcd_op::kind::get: return {{"request_range", range_body(op.key, op.prefix)}};
+    }
+    return json::object();
+}
+
+// POST <endpoint>/v3/<path> with a JSON body; timeout 0: a stream without an overall limit.
+http_request post(const std::string & endpoint, const std::string & path, const json & body, std::chrono::milliseconds timeout,
+                  std::chrono::milliseconds connect_timeout) {
+    http_request req;
+    req.method = "POST";
+    req.url = endpoint + "/v3/" + path;
+    req.headers = {"Content-Type: application/json"};
+    req.body = body.dump();
+    req.timeout = timeout;
+    req.connect_timeout = connect_timeout;
+    return req;
+}
+
+json leader_json(const etcd_leader & l) {
+    return {{"name", b64(l.name)}, {"key", b64(l.key)}, {"rev", std::to_string(l.rev)}, {"lease", std::to_string(l.lease)}};
+}
+
+}  // namespace
+
+std::string etcd_base64_encode(const std::string & bytes) {
+    std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(out.data()), reinterpret_cast<const unsigned char *>(bytes.data()),
+                                  static_cast<int>(bytes.size()));
+    out.resize(static_cast<size_t>(n));
+    return out;
+}
+
+std::optional<std::string> etcd_base64_decode(const std::string & text) {
+    if (text.size() % 4 != 0) return std::nullopt;
+    std::string out(text.size() / 4 * 3, '\0');
+    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(out.data()), reinterpret_cast<const unsigned char *>(text.data()),
+                                  static_cast<int>(text.size()));
+    if (n < 0) return std::nullopt;
+    size_t len = static_cast<size_t>(n);
+    // EVP_DecodeBlock counts the padding as zero bytes.
+    for (size_t i = text.size(); i > 0 && text[i - 1] == '=' && len > 0; --i) --len;
+    out.resize(len);
+    return out;
+}
+
+result<std::vector<std::string>> parse_etcd_endpoints(const std::string & csv) {
+    static const std::regex url(R"(^https?://[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$)");
+    std::vector<std::string> out;
+    std::stringstream ss(csv);
+    for (std::string item; std::getline(ss, item, ',');) {
+        while (!item.empty() && (item.back() == '/' || item.back() == ' ')) item.pop_back();
+        while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+        if (item.empty()) continue;
+        if (!std::regex_match(item, url))
+            return make_error(errc::invalid_argument, "etcd endpoint '" + item + "' is not a URL like http://127.0.0.1:2379");
+        out.push_back(item);
+    }
+    if (out.empty()) return make_error(errc::invalid_argument, "no etcd endpoint given (--etcd http://HOST:2379[,http://HOST:2379...])");
+    return out;
+}
+
+etcd_gateway::etcd_gateway(etcd_options opts) : opts_(std::move(opts)) {}
+
+result<json> etcd_gateway::call(const std::string & path, const json & body) {
+    const size_t n = opts_.endpoints.size();
+    if (n == 0) return make_error(errc::invalid_argument, "no etcd endpoint configured");
+    std::string failures;
+    const size_t first = preferred_.load();
+    for (size_t i = 0; i < n; ++i) {
+        const size_t idx = (first + i) % n;
+        auto r = http_call(post(opts_.endpoints[idx], path, body, opts_.request_timeout, opts_.connect_timeout));
+        if (!r.ok()) {
+            failures += (failures.empty() ? "" : "; ") + r.err().message;
+            continue;
+        }
+        if (r->ok()) {
+            auto j = json::parse(r->body, nullptr, false);
+            if (j.is_discarded()) return make_error(errc::io, "etcd " + path + ": the answer is not JSON");
+            preferred_.store(idx);
+            return j;
+        }
+        etcd_error e = parse_error(r->body, r->status);
+        if (worth_another_member(r->status, e)) {
+            failures += (failures.empty() ? "" : "; ") + opts_.endpoints[idx] + ": " + e.message;
+            continue;
+        }
+        preferred_.store(idx);
+        return to_error(path, e);
+    }
+    return make_error(errc::unavailable, "no etcd member answered " + path + " (" + failures + ")");
+}
+
+result<long> etcd_gateway::stream(const std::string & path, const json & body, const std::function<bool(std::string_view)> & on_data,
+                                  const stop_fn & should_stop, std::string * error_body) {
+    const size_t n = opts_.endpoints.size();
+    if (n == 0) return make_error(errc::invalid_argument, "no etcd endpoint configured");
+    std::string failures;
+    const size_t first = preferred_.load();
+    for (size_t i = 0; i < n; ++i) {
+        const size_t idx = (first + i) % n;
+        bool got_data = false;
+        auto r = http_stream(
+            post(opts_.endpoints[idx], path, body, std::chrono::milliseconds(0), opts_.connect_timeout),
+            [&](std::string_view d) { got_data = true; return on_data(d); }, should_stop);
+        if (!r.ok()) {
+            if (got_data) return r.err();  // the stream started and broke: the caller resumes
+            failures += (failures.empty() ? "" : "; ") + r.err().message;
+            if (should_stop()) break;
+            continue;
+        }
+        if (!r->ok()) {
+            etcd_error e = parse_error(r->body, r->status);
+            if (worth_another_member(r->status, e)) {
+                failures += (failures.empty() ? "" : "; ") + e.message;
+                continue;
+            }
+            if (error_body) *error_body = r->body;
+            return to_error(path, e);
+        }
+        preferred_.store(idx);
+        return r->status;
+    }
+    return make_error(errc::unavailable, "no etcd member answered " + path + " (" + failures + ")");
+}
+
+result<etcd_range> etcd_gateway::get(const std::string & key) {
+    auto j = call("kv/range", range_body(key, false));
+    if (!j.ok()) return j.err();
+    return parse_range(j.value());
+}
+
+result<etcd_range> etcd_gateway::get_prefix(const std::string & prefix) {
+    auto j = call("kv/range", range_body(prefix, true));
+    if (!j.ok()) return j.err();
+    return parse_range(j.value());
+}
+
+result<int64_t> etcd_gateway::put(const std::string & key, const std::string & value, int64_t lease) {
+    json b = {{"key", b64(key)}, {"value", b64(value)}};
+    if (lease) b["lease"] = std::to_string(lease);
+    auto j = call("kv/put", b);
+    if (!j.ok()) return j.err();
+    return header_revision(j.value());
+}
+
+result<int64_t> etcd_gateway::del(const std::string & key, bool prefix) {
+    auto j = call("kv/deleterange", range_body(key, prefix));
+    if (!j.ok()) return j.err();
+    return to_int64(j.value(), "deleted");
+}
+
+result<etcd_txn_result> etcd_gateway::txn(const std::vector<etcd_compare> & compares, const std::vector<etcd_op> & success,
+                                          const std::vector<etcd_op> & failure) {
+    json b = {{"compare", json::array()}, {"success", json::array()}, {"failure", json::array()}};
+    for (const auto & c : compares) b["compare"].push_back(compare_json(c));
+    for (const auto & o : success) b["success"].push_back(op_json(o));
+    for (const auto & o : failure) b["failure"].push_back(op_json(o));
+    auto j = call("kv/txn", b);
+    if (!j.ok()) return j.err();
+    etcd_txn_result out;
+    out.succeeded = j->value("succeeded", false);
+    out.revision = header_revision(j.value());
+    if (auto rs = j->find("responses"); rs != j->end() && rs->is_array())
+        for (const auto & r : *rs)
+            if (auto rr = r.find("response_range"); rr != r.end()) out.ranges.push_back(parse_range(*rr));
+    return out;
+}
+
+result<int64_t> etcd_gateway::grant(std::chrono::seconds ttl) {
+    auto j = call("lease/grant", {{"TTL", std::to_string(ttl.count())}});
+    if (!j.ok()) return j.err();
+    if (j->contains("error") && j->value("error", "") != "") return make_error(errc::io, "etcd lease/grant: " + j->value("error", ""));
+    const int64_t id = to_int64(j.value(), "ID");
+    if (id == 0) return make_error(errc::io, "etcd lease/grant answered no lease ID");
+    return id;
+}
+
+result<int64_t> etcd_gateway::keepalive(int64_t lease) {
+    auto j = call("lease/keepalive", {{"ID", std::to_string(lease)}});
+    if (!j.ok()) return j.err();
+    const json & r = j->contains("result") ? (*j)["result"] : j.value();
+    return to_int64(r, "TTL");  // absent (0): etcd no longer knows the lease
+}
+
+status etcd_gateway::revoke(int64_t lease) {
+    auto j = call("lease/revoke", {{"ID", std::to_string(lease)}});
+    if (!j.ok() && j.err().code != errc::not_found) return j.err();
+    return {};
+}
+
+result<etcd_lease_ttl> etcd_gateway::time_to_live(int64_t lease) {
+    auto j = call("lease/timetolive", {{"ID", std::to_string(lease)}});
+    if (!j.ok()) return j.err();
+    etcd_lease_ttl t;
+    t.ttl = j->contains("TTL") ? to_int64(j.value(), "TTL") : -1;
+    t.granted_ttl = to_int64(j.value(), "grantedTTL");
+    return t;
+}
+
+result<etcd_watch_end> etcd_gateway::watch(const std::string & prefix, int64_t start_revision, const etcd_events_fn & on_events,
+                                           const stop_fn & should_stop) {
+    json create = range_body(prefix, true);
+    if (start_revision > 0) create["start_revision"] = std::to_string(start_revision);
+    etcd_watch_end end{start_revision, false};
+    std::string buffer;
+    bool canceled = false;
+    // The gateway writes one JSON object per message, each followed by a newline.
+    auto on_data = [&](std::string_view data) {
+        buffer.append(data);
+        for (size_t nl; (nl = buffer.find('\n')) != std::string::npos;) {
+            std::string line = buffer.substr(0, nl);
+            buffer.erase(0, nl + 1);
+            auto j = json::parse(line, nullptr, false);
+            if (!j.is_object()) continue;
+            if (j.contains("error")) {
+                canceled = true;
+                return false;
+            }
+            const json & r = j.contains("result") ? j["result"] : j;
+            if (r.value("canceled", false)) {
+                const int64_t compact = to_int64(r, "compact_revision");
+                if (compact > 0) {
+                    end.compacted = true;
+                    end.next_revision = compact;
+                }
+                canceled = true;
+                return false;
+            }
+            std::vector<etcd_event> events;
+            if (auto ev = r.find("events"); ev != r.end() && ev->is_array()) {
+                for (const auto & e : *ev) {
+                    etcd_event out;
+                    out.is_delete = e.value("type", "PUT") == "DELETE";
+                    if (auto kv = e.find("kv"); kv != e.end()) out.kv = parse_kv(*kv);
+                    end.next_revision = std::max(end.next_revision, out.kv.mod_revision + 1);
+                    events.push_back(std::move(out));
+                }
+            }
+            const int64_t rev = header_revision(r);
+            if (!events.empty()) on_events(events, rev);
+        }
+        return !should_stop();
+    };
+    std::string error_body;
+    auto r = stream("watch", {{"create_request", create}}, on_data, should_stop, &error_body);
+    if (!r.ok()) return r.err();
+    if (end.compacted || should_stop()) return end;
+    if (canceled) return make_error(errc::unavailable, "etcd watch was cancelled by the server");
+    return make_error(errc::unavailable, "etcd watch stream ended");
+}
+
+result<etcd_leader> etcd_gateway::campaign(const std::string & name, int64_t lease, const std::string & value, const stop_fn & should_stop) {
+    std::string body;
+    auto on_data = [&](std::string_view d) {
+        body.append(d);
+        return body.size() < (1u << 20);
+    };
+    json req = {{"name", b64(name)}, {"lease", std::to_string(lease)}, {"value", b64(value)}};
+    auto r = stream("election/campaign", req, on_data, should_stop, nullptr);
+    if (!r.ok()) return r.err();
+    if (should_stop()) return make_error(errc::unavailable, "campaign stopped");
+    auto j = json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("leader")) return make_error(errc::unavailable, "etcd election/campaign ended without a leader");
+    const json & l = j["leader"];
+    etcd_leader out;
+    out.name = unb64(l, "name");
+    out.key = unb64(l, "key");
+    out.rev = to_int64(l, "rev");
+    out.lease = to_int64(l, "lease");
+    out.value = value;
+    return out;
+}
+
+result<std::optional<etcd_leader>> etcd_gateway::leader(const std::string & name) {
+    auto j = call("election/leader", {{"name", b64(name)}});
+    if (!j.ok()) {
+        if (j.err().message.find("no leader") != std::string::npos) return std::optional<etcd_leader>{};
+        return j.err();
+    }
+    auto kv = j->find("kv");
+    if (kv == j->end()) return std::optional<etcd_leader>{};
+    etcd_kv k = parse_kv(*kv);
+    return std::optional<etcd_leader>(etcd_leader{name, k.key, k.create_revision, k.lease, k.value});
+}
+
+status etcd_gateway::resign(const etcd_leader & l) {
+    auto j = call("election/resign", {{"leader", leader_json(l)}});
+    if (!j.ok()) return j.err();
+    return {};
+}
+
+}  // namespace rc::fleet

@@ -1,0 +1,72 @@
+#pragma once
+// etcd_client over etcd's JSON gateway (etcd 3.4: POST /v3/kv/*, /v3/lease/*, /v3/watch,
+// /v3/election/*; keys and values base64, int64 as decimal strings), with libcurl through
+// http_transport.h.
+//
+// Contract:
+// * Several endpoints (members of one cluster): a unary call goes to the member that answered
+//   last; when it cannot be reached, or answers that it has no leader / timed out (gRPC codes
+//   Unavailable, DeadlineExceeded, HTTP 503), the next member is tried, until each was tried once.
+//   A write whose answer was lost may have been applied: callers write idempotently (plain puts) or
+//   under a compare (txn) and re-read on a failed compare.
+// * Each unary call is bounded by request_timeout per member; watch and campaign are streams with no
+//   overall limit, stopped through their `should_stop` (polled about once a second).
+// * Thread-safe (the only shared state is the preferred member's index).
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fleet/etcd_client.h"
+
+namespace rc::fleet {
+
+struct etcd_options {
+    std::vector<std::string> endpoints;  // "http://127.0.0.1:2379"
+    std::chrono::milliseconds request_timeout{3000};
+    std::chrono::milliseconds connect_timeout{1000};
+};
+
+// "http://a:2379,http://b:2379" → endpoints (trailing slashes dropped). Errors: invalid_argument
+// naming the entry that is not an http(s)://host:port URL.
+result<std::vector<std::string>> parse_etcd_endpoints(const std::string & csv);
+
+class etcd_gateway final : public etcd_client {
+  public:
+    explicit etcd_gateway(etcd_options opts);
+
+    result<etcd_range> get(const std::string & key) override;
+    result<etcd_range> get_prefix(const std::string & prefix) override;
+    result<int64_t> put(const std::string & key, const std::string & value, int64_t lease = 0) override;
+    result<int64_t> del(const std::string & key, bool prefix = false) override;
+    result<etcd_txn_result> txn(const std::vector<etcd_compare> & compares, const std::vector<etcd_op> & success,
+                                const std::vector<etcd_op> & failure = {}) override;
+    result<int64_t> grant(std::chrono::seconds ttl) override;
+    result<int64_t> keepalive(int64_t lease) override;
+    status revoke(int64_t lease) override;
+    result<etcd_lease_ttl> time_to_live(int64_t lease) override;
+    result<etcd_watch_end> watch(const std::string & prefix, int64_t start_revision, const etcd_events_fn & on_events,
+                                 const stop_fn & should_stop) override;
+    result<etcd_leader> campaign(const std::string & name, int64_t lease, const std::string & value, const stop_fn & should_stop) override;
+    result<std::optional<etcd_leader>> leader(const std::string & name) override;
+    status resign(const etcd_leader & leader) override;
+
+    const etcd_options & options() const { return opts_; }
+
+  private:
+    // POST /v3/<path> with failover; the parsed answer, or the error etcd (or the transport) gave.
+    result<nlohmann::json> call(const std::string & path, const nlohmann::json & body);
+    // A streamed POST to the first member that accepts the connection; `on_data` as http_stream.
+    result<long> stream(const std::string & path, const nlohmann::json & body, const std::function<bool(std::string_view)> & on_data,
+                        const stop_fn & should_stop, std::string * error_body);
+
+    etcd_options opts_;
+    std::atomic<size_t> preferred_{0};
+};
+
+// Exposed for tests: the codecs of the gateway's JSON.
+std::string etcd_base64_encode(const std::string & bytes);
+std::optional<std::string> etcd_base64_decode(const std::string & text);
+
+}  // namespace rc::fleet

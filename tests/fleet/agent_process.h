@@ -1,0 +1,112 @@
+#pragma once
+// A real `rustycage agent` for tests: its own data and models directories (the generated tiny model
+// linked in as "tiny"), the server on free ports, short heartbeats and probes, output in a log
+// file. kill() is kill -9 of the agent (and, with the server pid from its record, of the server);
+// stop() is SIGTERM (drain). The destructor kills whatever still runs; a test process that dies
+// takes its agents with it (PR_SET_PDEATHSIG), and they their servers.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fleet_test_util.h"
+
+namespace rc::test {
+
+struct agent_config {
+    std::string host_id;
+    std::string etcd;                     // endpoints, comma-separated
+    std::vector<std::string> extra;       // more agent or serve flags
+    std::vector<std::string> env;         // "NAME=value" added to the environment
+    bool link_model = true;
+};
+
+class agent_process {
+  public:
+    agent_process(const std::filesystem::path & root, agent_config cfg) : cfg_(std::move(cfg)) {
+        dir_ = root / cfg_.host_id;
+        std::filesystem::create_directories(dir_ / "models");
+        std::filesystem::create_directories(dir_ / "data");
+        if (cfg_.link_model && !std::filesystem::exists(dir_ / "models" / "tiny.gguf"))
+            std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", dir_ / "models" / "tiny.gguf");
+        start();
+    }
+    ~agent_process() { kill_agent(); }
+
+    void start() {
+        if (pid_ > 0) return;
+        std::vector<std::string> args = {RC_RUSTYCAGE_BIN, "agent", "--etcd", cfg_.etcd, "--host-id", cfg_.host_id,
+                                         "--data-dir", (dir_ / "data").string(), "--heartbeat-ttl", "2s",
+                                         "--probe-interval", "300ms", "--probe-timeout", "700ms", "--publish-interval", "1s",
+                                         "--restart-backoff", "200ms", "--max-backoff", "2s", "--drain-timeout", "10s",
+                                         "--models-dir", (dir_ / "models").string(), "--openai-port", "0", "--ollama-port", "0",
+                                         "--threads", "1", "--ctx-size", "1024", "--parallel", "2"};
+        args.insert(args.end(), cfg_.extra.begin(), cfg_.extra.end());
+        std::vector<std::string> env = environment();
+        env.insert(env.end(), cfg_.env.begin(), cfg_.env.end());
+        pid_ = spawn_tied(std::move(args), std::move(env), log_path().string());
+    }
+
+    // kill -9 of the agent; `server_pid` > 0 is killed too (the record tells it).
+    void kill_agent(int server_pid = 0) {
+        if (server_pid > 0) ::kill(server_pid, SIGKILL);
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        int st = 0;
+        waitpid(pid_, &st, 0);
+        pid_ = -1;
+    }
+
+    // SIGTERM and wait (the agent drains its server); the exit status, or -signal.
+    int stop() {
+        if (pid_ <= 0) return -1;
+        ::kill(pid_, SIGTERM);
+        int st = 0;
+        const bool done = eventually([&] { return waitpid(pid_, &st, WNOHANG) == pid_; }, std::chrono::seconds(30));
+        if (!done) {
+            ::kill(pid_, SIGKILL);
+            waitpid(pid_, &st, 0);
+        }
+        pid_ = -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+    }
+
+    bool running() const { return pid_ > 0 && ::kill(pid_, 0) == 0; }
+    pid_t pid() const { return pid_; }
+    const std::string & id() const { return cfg_.host_id; }
+    const std::filesystem::path & dir() const { return dir_; }
+    std::filesystem::path models_dir() const { return dir_ / "models"; }
+    std::filesystem::path log_path() const { return dir_ / "agent.log"; }
+    std::string log() const { return slurp(log_path()); }
+
+  private:
+    agent_config cfg_;
+    std::filesystem::path dir_;
+    pid_t pid_ = -1;
+};
+
+struct cli_output {
+    int code = -1;
+    std::string out;  // stdout and stderr together
+};
+
+// Runs `rustycage ARGS...` to completion.
+inline cli_output run_rustycage(const std::vector<std::string> & args) {
+    std::string cmd = std::string("'") + RC_RUSTYCAGE_BIN + "'";
+    for (const auto & a : args) cmd += " '" + a + "'";
+    cmd += " 2>&1";
+    cli_output r;
+    FILE * p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+    const int st = pclose(p);
+    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+}  // namespace rc::test

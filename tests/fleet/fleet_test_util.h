@@ -1,0 +1,106 @@
+#pragma once
+// Small helpers of the fleet tests: temp dirs, free ports, polling (never sleeping), files.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+extern "C" char ** environ;
+
+namespace rc::test {
+
+class temp_dir {
+  public:
+    explicit temp_dir(const std::string & tag) {
+        std::string tmpl = (std::filesystem::temp_directory_path() / ("rc-fleet-" + tag + "-XXXXXX")).string();
+        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = tmpl;
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    temp_dir(const temp_dir &) = delete;
+    temp_dir & operator=(const temp_dir &) = delete;
+    const std::filesystem::path & path() const { return path_; }
+
+  private:
+    std::filesystem::path path_;
+};
+
+// A port nobody listens on right now (bound to 0, read back, closed).
+inline int free_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+// Polls `pred` every 20 ms until it holds or `deadline` passes; returns the last answer.
+template <typename F>
+bool eventually(F pred, std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < until) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+}
+
+// Starts argv (with envp, output appended to `log`) as a child that gets SIGKILL when the calling
+// thread ends — so a test that crashes or is killed leaves no etcd member or agent behind. -1 on failure.
+inline pid_t spawn_tied(std::vector<std::string> args, std::vector<std::string> env, const std::string & log) {
+    std::vector<char *> argv, envp;
+    for (auto & a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto & e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid != 0) return pid;
+    // The child: only async-signal-safe calls until exec.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || in < 0) _exit(127);
+    dup2(in, STDIN_FILENO);
+    dup2(out, STDOUT_FILENO);
+    dup2(out, STDERR_FILENO);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+}
+
+inline std::vector<std::string> environment() {
+    std::vector<std::string> out;
+    for (char ** e = environ; *e; ++e) out.push_back(*e);
+    return out;
+}
+
+inline std::string slurp(const std::filesystem::path & p) {
+    std::ifstream f(p, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+}  // namespace rc::test

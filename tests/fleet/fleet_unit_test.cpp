@@ -1,0 +1,215 @@
+// Pure pieces of src/fleet: keys, host records, fingerprints, host state, metrics parsing, triage
+// text, rate-limit delays, the etcd gateway's codecs.
+#include <gtest/gtest.h>
+
+#include "fleet/etcd_gateway.h"
+#include "fleet/fleet_incident.h"
+#include "fleet/fleet_keys.h"
+#include "fleet/fleet_view.h"
+#include "fleet/github_client.h"
+#include "fleet/host_record.h"
+#include "fleet/server_probe.h"
+#include "fleet/triage.h"
+
+namespace rc::fleet {
+namespace {
+
+TEST(fleet_keys, layout_is_the_documented_one) {
+    fleet_keys k;
+    EXPECT_EQ(k.host("a"), "fleet/hosts/a");
+    EXPECT_EQ(k.roster_entry("a"), "fleet/roster/a");
+    EXPECT_EQ(k.health_entry("a", "b"), "fleet/health/a/b");
+    EXPECT_EQ(k.incident("inc-1"), "fleet/incidents/inc-1");
+    EXPECT_EQ(k.outbox_entry("inc-1"), "fleet/outbox/inc-1");
+    EXPECT_EQ(k.issue("fp-1"), "fleet/issues/fp-1");
+    EXPECT_EQ(k.triager_election(), "fleet/election/triager");
+    EXPECT_EQ(k.schema(), "fleet/schema");
+    k.prefix = "lab2/";
+    EXPECT_EQ(k.host("a"), "lab2/hosts/a");
+    EXPECT_EQ(fleet_keys::tail("fleet/hosts/a", "fleet/hosts/"), "a");
+    EXPECT_EQ(fleet_keys::tail("fleet/health/a/b", "fleet/health/"), "");
+    EXPECT_EQ(fleet_keys::tail("other/hosts/a", "fleet/hosts/"), "");
+}
+
+TEST(fleet_keys, host_ids_and_prefixes_are_checked) {
+    EXPECT_TRUE(valid_host_id("gpu-a.lab_1"));
+    for (const char * bad : {"", ".hidden", "-x", "a/b", "a b", "ä"}) EXPECT_FALSE(valid_host_id(bad)) << bad;
+    EXPECT_FALSE(valid_host_id(std::string(64, 'a')));
+    EXPECT_TRUE(valid_fleet_prefix("fleet/"));
+    EXPECT_FALSE(valid_fleet_prefix("fleet"));
+    EXPECT_FALSE(valid_fleet_prefix("a b/"));
+}
+
+TEST(host_record, round_trips_and_tolerates_unknown_and_missing_fields) {
+    host_record r;
+    r.id = "gpu-a";
+    r.openai_url = "http://10.0.0.5:8080";
+    r.version = "0.1.0";
+    r.backend = "cpu";
+    r.devices = {{"CPU", "Intel", "cpu", 100, 50}};
+    r.server.state = "ready";
+    r.server.ready = true;
+    r.server.pid = 42;
+    r.models = {{"demo", "sha256-ab", "ready", true, 1000}, {"bad:latest", "sha256-cd", "failed", false, 10}};
+    r.kv.tokens_computed = 30;
+    r.kv.tokens_context = 60;
+    r.kv.tokens_disk = 10;
+    auto j = to_json(r);
+    EXPECT_EQ(j["schema"], 1);
+    EXPECT_DOUBLE_EQ(j["kv"]["hit_rate"].get<double>(), 0.7);
+    j["a_future_field"] = {{"x", 1}};
+    auto back = parse_host_record(j.dump());
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->id, "gpu-a");
+    EXPECT_EQ(back->openai_url, r.openai_url);
+    EXPECT_EQ(back->server.pid, 42);
+    ASSERT_EQ(back->models.size(), 2u);
+    EXPECT_EQ(back->models[1].status, "failed");
+    EXPECT_TRUE(back->models[0].loaded);
+    EXPECT_EQ(back->kv.tokens_disk, 10u);
+    EXPECT_EQ(to_json(back.value()).dump(), to_json(r).dump());
+
+    auto minimal = parse_host_record(R"({"id":"x"})");
+    ASSERT_TRUE(minimal.ok());
+    EXPECT_FALSE(minimal->server.ready);
+    EXPECT_FALSE(parse_host_record("[]").ok());
+    EXPECT_FALSE(parse_host_record(R"({"id":3})").ok());
+    EXPECT_FALSE(parse_host_record("not json").ok());
+}
+
+TEST(fingerprint, the_same_fault_has_the_same_fingerprint_whatever_varies) {
+    EXPECT_EQ(normalize_error("Failed to open /tmp/rc-123/models/x.gguf: error 12 at 0x7ffd1234"), "failed to open x.gguf: error N at H");
+    EXPECT_EQ(normalize_error("signal 11 (Segmentation fault)"), "signal N (segmentation fault)");
+    EXPECT_EQ(normalize_error("  many\n\tspaces  "), "many spaces");
+    EXPECT_LE(normalize_error(std::string(1000, 'x') + " " + std::string(1000, 'y')).size(), 1000u);
+    const auto a = incident_fingerprint("model_load_failed", "cannot read '/home/a/m.gguf' (pid 100)", "sha256-1", "0.1.0");
+    const auto b = incident_fingerprint("model_load_failed", "cannot read '/srv/b/m.gguf' (pid 777)", "sha256-1", "0.1.0");
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(a.size(), 19u);
+    EXPECT_TRUE(a.starts_with("fp-"));
+    EXPECT_NE(a, incident_fingerprint("server_crash", "cannot read '/home/a/m.gguf' (pid 100)", "sha256-1", "0.1.0"));
+    EXPECT_NE(a, incident_fingerprint("model_load_failed", "cannot read '/home/a/m.gguf' (pid 100)", "sha256-2", "0.1.0"));
+    EXPECT_NE(a, incident_fingerprint("model_load_failed", "cannot read '/home/a/m.gguf' (pid 100)", "sha256-1", "0.2.0"));
+    EXPECT_NE(a, incident_fingerprint("model_load_failed", "cannot parse '/home/a/m.gguf'", "sha256-1", "0.1.0"));
+}
+
+TEST(fleet_incident, local_records_become_fleet_incidents) {
+    store::incident local{"inc-20260101T000000Z-00000001", std::chrono::system_clock::now(), "quarantine_failed", "bad:latest",
+                          "NaN in tensor 'blk.0.attn_q.weight'", {{"source", "file"}, {"layers", {"sha256-abc"}}}};
+    auto i = from_local(local, "gpu-a", {{"rustycage", "0.1.0"}}, {{"backend", "cpu"}});
+    EXPECT_EQ(i.host, "gpu-a");
+    EXPECT_EQ(i.digest, "sha256-abc");
+    EXPECT_EQ(i.fingerprint, incident_fingerprint("quarantine_failed", local.reason, "sha256-abc", "0.1.0"));
+    EXPECT_EQ(i.versions["rustycage"], "0.1.0");
+    auto back = parse_fleet_incident(to_json(i).dump());
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(to_json(back.value()), to_json(i));
+    EXPECT_FALSE(parse_fleet_incident(R"({"id":"x"})").ok());
+}
+
+TEST(fleet_view, host_state_is_derived_from_record_and_peers) {
+    std::string why;
+    EXPECT_EQ(derive_host_state(std::nullopt, {}, why), "down");
+    host_record r;
+    r.id = "a";
+    r.server.state = "crash_loop";
+    r.server.last_exit = "exit status 1";
+    EXPECT_EQ(derive_host_state(r, {}, why), "degraded");
+    EXPECT_NE(why.find("crash_loop"), std::string::npos);
+    r.server.state = "ready";
+    r.server.ready = true;
+    EXPECT_EQ(derive_host_state(r, {}, why), "up");
+    EXPECT_EQ(derive_host_state(r, {{"b", "up", "", "", true}}, why), "up");
+    EXPECT_EQ(derive_host_state(r, {{"b", "degraded", "timed out", "", false}}, why), "degraded");
+    EXPECT_NE(why.find("b cannot use it: timed out"), std::string::npos);
+    EXPECT_EQ(derive_host_state(r, {{"b", "down", "", "", false}}, why), "up") << "a stale 'down' from before it came back";
+}
+
+TEST(server_probe, prometheus_text_is_parsed) {
+    const std::string text =
+        "# HELP rustycage_requests_total x\n# TYPE rustycage_requests_total counter\n"
+        "rustycage_requests_total{route=\"/v1/chat/completions\",method=\"POST\",status=\"500\"} 7\n"
+        "rustycage_requests_total{route=\"/v1/models\",method=\"GET\",status=\"200\"} 3\n"
+        "rustycage_kv_prompt_tokens_total{model=\"a \\\"q\\\"\",source=\"disk\"} 12\n"
+        "rustycage_models_loaded 1\n";
+    auto s = parse_prometheus_text(text);
+    ASSERT_EQ(s.size(), 4u);
+    EXPECT_EQ(s[0].labels["status"], "500");
+    EXPECT_DOUBLE_EQ(s[0].value, 7);
+    EXPECT_EQ(s[2].labels["model"], "a \"q\"");
+    EXPECT_EQ(s[3].name, "rustycage_models_loaded");
+    EXPECT_TRUE(s[3].labels.empty());
+}
+
+TEST(triage, text_from_a_model_is_made_safe_for_a_public_issue) {
+    EXPECT_EQ(sanitize_text("hi @team\n\x01\tthere", 100), "hi (at)team there");
+    EXPECT_EQ(sanitize_text("abc", 2), "ab");
+    EXPECT_EQ(sanitize_text("a\xc3\xa9", 2), "a") << "never cut inside a UTF-8 sequence";
+    auto schema = triage_schema();
+    EXPECT_EQ(schema["required"].size(), 5u);
+    EXPECT_EQ(schema["properties"]["severity"]["enum"].size(), 4u);
+    EXPECT_FALSE(schema["additionalProperties"].get<bool>());
+}
+
+TEST(triage, rules_say_they_are_rules_and_why) {
+    fleet_incident i;
+    i.host = "gpu-a";
+    i.kind = "crash_loop";
+    i.reason = "the server exits before it is ready (exit status 1)";
+    auto t = rule_triage(i, "no healthy host serves the triage model `x`.");
+    EXPECT_EQ(t.source, "rules");
+    EXPECT_EQ(t.severity, "critical");
+    EXPECT_EQ(t.component, "server");
+    EXPECT_NE(t.title.find("gpu-a"), std::string::npos);
+    EXPECT_NE(t.note.find("triage model"), std::string::npos);
+    auto back = parse_triage(to_json(t));
+    EXPECT_EQ(back.title, t.title);
+    EXPECT_EQ(back.note, t.note);
+}
+
+TEST(github, rate_limit_delays_follow_the_headers) {
+    const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1000));
+    EXPECT_EQ(github_retry_after("7", "", "", now).count(), 7);
+    EXPECT_EQ(github_retry_after("", "1030", "0", now).count(), 30);
+    EXPECT_EQ(github_retry_after("", "900", "0", now).count(), 1) << "a reset in the past waits a second";
+    EXPECT_EQ(github_retry_after("", "1030", "12", now).count(), 0) << "requests left: not limited";
+    EXPECT_EQ(github_retry_after("soon", "", "", now).count(), 0);
+    EXPECT_TRUE(valid_github_repo("acme/lab-fleet.issues"));
+    EXPECT_FALSE(valid_github_repo("acme"));
+    EXPECT_FALSE(valid_github_repo("a/b/c"));
+    EXPECT_FALSE(valid_github_repo("-x/y"));
+}
+
+TEST(etcd_gateway, codecs_and_endpoints) {
+    std::string all;
+    for (int c = 0; c < 256; ++c) all += char(c);
+    for (size_t n = 0; n < 8; ++n) {
+        const std::string s = all.substr(0, 250 + n);
+        EXPECT_EQ(etcd_base64_decode(etcd_base64_encode(s)).value_or("?"), s);
+    }
+    EXPECT_EQ(etcd_base64_encode("foo"), "Zm9v");
+    EXPECT_FALSE(etcd_base64_decode("abc").has_value());
+    EXPECT_EQ(etcd_prefix_end("fleet/"), "fleet0");
+    EXPECT_EQ(etcd_prefix_end(std::string("a\xff", 2)), "b");
+    auto eps = parse_etcd_endpoints(" http://127.0.0.1:2379/, http://[::1]:2380 ,");
+    ASSERT_TRUE(eps.ok());
+    EXPECT_EQ(eps.value(), (std::vector<std::string>{"http://127.0.0.1:2379", "http://[::1]:2380"}));
+    EXPECT_FALSE(parse_etcd_endpoints("").ok());
+    EXPECT_FALSE(parse_etcd_endpoints("127.0.0.1:2379").ok());
+    EXPECT_FALSE(parse_etcd_endpoints("http://a:2379/v3").ok());
+}
+
+TEST(etcd_gateway, unreachable_members_are_unavailable_quickly) {
+    etcd_options o;
+    o.endpoints = {"http://127.0.0.1:1", "http://127.0.0.1:2"};
+    etcd_gateway g(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = g.put("k", "v");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.err().code, errc::unavailable);
+    EXPECT_NE(r.err().message.find("no etcd member answered"), std::string::npos) << r.err().message;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+}  // namespace
+}  // namespace rc::fleet

@@ -1,0 +1,133 @@
+// The supervisor with stand-in children (/bin/sh scripts) and a stand-in health route: readiness,
+// restart with backoff, crash-loop detection, output tail, drain.
+#include <gtest/gtest.h>
+
+#include <cpp-httplib/httplib.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "fleet/supervisor.h"
+#include "fleet_test_util.h"
+
+namespace rc::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+using test::eventually;
+
+struct recorder {
+    std::mutex mu;
+    std::vector<supervisor_event> events;
+    void operator()(const supervisor_event & e) {
+        std::lock_guard<std::mutex> l(mu);
+        events.push_back(e);
+    }
+    int count(supervisor_event::kind k) {
+        std::lock_guard<std::mutex> l(mu);
+        int n = 0;
+        for (const auto & e : events) n += e.what == k;
+        return n;
+    }
+    std::vector<supervisor_event> all() {
+        std::lock_guard<std::mutex> l(mu);
+        return events;
+    }
+};
+
+supervisor_options sh(const std::string & script) {
+    supervisor_options o;
+    o.argv = {"/bin/sh", "-c", script};
+    o.initial_backoff = 50ms;
+    o.max_backoff = 200ms;
+    o.drain_timeout = 5s;
+    o.forward_output = false;
+    return o;
+}
+
+TEST(supervisor, starts_that_never_get_ready_are_one_crash_loop) {
+    recorder rec;
+    supervisor s(sh("echo 'error: cannot preload tiny'; exit 3"), std::ref(rec));
+    std::thread t([&] { s.run(); });
+    ASSERT_TRUE(eventually([&] { return rec.count(supervisor_event::kind::exited) >= 5; }, 30s));
+    s.stop();
+    t.join();
+    EXPECT_EQ(rec.count(supervisor_event::kind::crash_loop), 1) << "one crash loop, however long it lasts";
+    for (const auto & e : rec.all()) {
+        if (e.what != supervisor_event::kind::crash_loop) continue;
+        EXPECT_EQ(e.consecutive_failures, 3);
+        EXPECT_EQ(e.exit_description, "exit status 3");
+        ASSERT_FALSE(e.tail.empty());
+        EXPECT_EQ(e.tail.back(), "error: cannot preload tiny");
+        EXPECT_EQ(e.recent_exits.size(), 3u);
+    }
+    // Backoff doubles up to the maximum.
+    std::vector<std::chrono::milliseconds> waits;
+    for (const auto & e : rec.all())
+        if (e.what == supervisor_event::kind::exited) waits.push_back(e.next_start_in);
+    ASSERT_GE(waits.size(), 4u);
+    EXPECT_EQ(waits[0], 50ms);
+    EXPECT_EQ(waits[1], 100ms);
+    EXPECT_EQ(waits[2], 200ms);
+    EXPECT_EQ(waits[3], 200ms);
+    EXPECT_EQ(s.snapshot().state, "stopped");
+    EXPECT_GE(s.snapshot().restarts, 5);
+}
+
+TEST(supervisor, a_ready_child_that_crashes_is_restarted_and_says_how_it_died) {
+    httplib::Server health;
+    health.Get("/v1/health/ready", [](const httplib::Request &, httplib::Response & r) { r.set_content("{\"status\":\"ready\"}", "application/json"); });
+    const int port = health.bind_to_any_port("127.0.0.1");
+    std::thread ht([&] { health.listen_after_bind(); });
+    health.wait_until_ready();
+
+    recorder rec;
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    supervisor s(sh("echo \"rustycage listening openai=" + url + " ollama=" + url + " models=/x\"; exec sleep 60"), std::ref(rec));
+    std::thread t([&] { s.run(); });
+    ASSERT_TRUE(eventually([&] { return rec.count(supervisor_event::kind::ready) == 1; }, 30s));
+    EXPECT_EQ(s.snapshot().state, "ready");
+    EXPECT_EQ(s.snapshot().openai_url, url);
+    const int pid = s.snapshot().pid;
+    ASSERT_GT(pid, 0);
+    kill(pid, SIGSEGV);
+    ASSERT_TRUE(eventually([&] { return rec.count(supervisor_event::kind::ready) == 2; }, 30s)) << "restarted and ready again";
+    EXPECT_NE(s.snapshot().pid, pid);
+    bool saw = false;
+    for (const auto & e : rec.all()) {
+        if (e.what != supervisor_event::kind::exited) continue;
+        saw = true;
+        EXPECT_TRUE(e.was_ready);
+        EXPECT_EQ(e.exit_description.rfind("signal 11 (", 0), 0u) << e.exit_description;
+        EXPECT_EQ(e.consecutive_failures, 0);
+    }
+    EXPECT_TRUE(saw);
+    EXPECT_EQ(rec.count(supervisor_event::kind::crash_loop), 0);
+
+    // Drain: SIGTERM reaches the child (sleep dies of it), run() returns, nothing is left behind.
+    const int last = s.snapshot().pid;
+    s.stop();
+    t.join();
+    EXPECT_NE(kill(last, 0), 0) << "the child outlived its supervisor";
+    EXPECT_EQ(s.snapshot().state, "stopped");
+    health.stop();
+    ht.join();
+}
+
+TEST(supervisor, a_child_that_ignores_sigterm_is_killed_after_the_drain_timeout) {
+    recorder rec;
+    auto o = sh("trap '' TERM; echo started; while :; do sleep 0.1; done");
+    o.drain_timeout = 500ms;
+    supervisor s(o, std::ref(rec));
+    std::thread t([&] { s.run(); });
+    ASSERT_TRUE(eventually([&] { return !s.tail(1).empty() && s.tail(1)[0] == "started"; }, 30s));
+    const int pid = s.snapshot().pid;
+    const auto t0 = std::chrono::steady_clock::now();
+    s.stop();
+    t.join();
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 450ms);
+    EXPECT_NE(kill(pid, 0), 0);
+}
+
+}  // namespace
+}  // namespace rc::fleet
