@@ -8,6 +8,7 @@ packages=(
     libssl-dev libcurl4-openssl-dev libsqlite3-dev
     libgtest-dev libgmock-dev libcli11-dev
     prometheus        # promtool checks our /metrics exposition in the tests
+    chromium fonts-dejavu-core  # the web console's browser tests (tests/ui/, headless)
 )
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
