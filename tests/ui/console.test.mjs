@@ -139,6 +139,39 @@ describe('web console', { timeout: 600_000 }, () => {
     assertNoConsoleErrors(page, 'after traffic');
   });
 
+  it('shows the hosts, rollouts and incidents of a fleet document, and keeps them when the fleet is unreachable', async () => {
+    // The fleet side is not wired yet: the page is fed the documented shape (fixtures/fleet.json).
+    let answer = fs.readFileSync(new URL('./fixtures/fleet.json', import.meta.url), 'utf8');
+    const p = await openPage(browser, consoleURL(server, 'fleet'), {
+      answer: (req) => (new URL(req.url()).pathname === '/v1/console/fleet' ? { status: 200, contentType: 'application/json', body: answer } : null),
+    });
+    await p.waitForFunction(() => document.querySelectorAll('#fleet-hosts tbody tr').length === 3, { timeout: 30_000 });
+    const hosts = await p.$$eval('#fleet-hosts tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    assert.deepEqual(hosts.map((r) => r.slice(0, 3)), [['gpu-a', 'up', '0.1.0'], ['gpu-b', 'degraded', '0.2.0'], ['cpu-c', 'down', '—']]);
+    assert.equal(hosts[0][3], 'llama3.2:1b, qwen2.5:7b (not loaded)');
+    assert.match(hosts[1][3], /broken:q4 \(quarantined\)/);
+    assert.equal(hosts[0][4], '2 s ago');
+    assert.equal(hosts[2][4], '—');
+    assert.match(hosts[1][6], /crash_loop/);
+    const progress = await p.$$eval('#fleet-rollouts progress', (els) => els.map((e) => [e.value, e.max]));
+    assert.deepEqual(progress, [[1, 3], [3, 3]]);
+    assert.match(await p.$eval('#fleet-rollouts', (el) => el.textContent), /paused: gpu-b crash-loops/);
+    const links = await p.$$eval('#fleet-incidents a', (as) => as.map((a) => ({ href: a.href, text: a.textContent, rel: a.rel, target: a.target })));
+    assert.deepEqual(links, [{ href: 'https://github.com/example/rustycage/issues/42', text: '#42 on GitHub', rel: 'noopener noreferrer', target: '_blank' }], 'only http(s) links, the javascript: one is dropped');
+    const incidents = await p.$eval('#fleet-incidents', (el) => el.textContent);
+    assert.match(incidents, /0\.2\.0 segfaults on start/);
+    assert.match(incidents, /triage pending/);
+    assert.equal(await p.$eval('.card[aria-label="Open incidents"] .stat-value', (el) => el.textContent), '2');
+    await screenshot(p, 'fleet-configured');
+
+    answer = JSON.stringify({ configured: true, error: 'etcd: connection refused' });
+    await p.waitForFunction(() => document.querySelector('main').dataset.fleet === 'unreachable', { timeout: 30_000 });
+    assert.match(await p.$eval('.fleet-status', (el) => el.textContent), /Fleet unreachable: etcd: connection refused/);
+    assert.equal(await p.$$eval('#fleet-hosts tbody tr', (trs) => trs.length), 3, 'the last picture stays');
+    assertNoConsoleErrors(p, 'fleet');
+    await p.close();
+  });
+
   it('streams a chat reply and shows cached tokens on the second turn', async () => {
     await showPage(page, 'chat');
     await waitReady(page, 'chat');

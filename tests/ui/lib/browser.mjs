@@ -48,12 +48,21 @@ export async function launchBrowser() {
 
 /**
  * A new tab at `url` with its console watched. `allowErrors(text)` may excuse expected errors (the
- * 401 of a refused key); page.allowErrors can be changed later. Resolves once the page's load
- * event fired.
+ * 401 of a refused key); page.allowErrors can be changed later. `answer(request)` may return a
+ * response ({status, contentType, body}) to serve instead of the server's. Resolves once the
+ * page's load event fired.
  */
-export async function openPage(browser, url, { width = 1280, height = 900, allowErrors = () => false } = {}) {
+export async function openPage(browser, url, { width = 1280, height = 900, allowErrors = () => false, answer = null } = {}) {
   const page = await browser.newPage();
   await page.setViewport({ width, height });
+  if (answer) {
+    await page.setRequestInterception(true);
+    page.on('request', (req) => {
+      const response = answer(req);
+      if (response) req.respond(response);
+      else req.continue();
+    });
+  }
   const origin = new URL(url).origin;
   page.consoleErrors = [];
   page.allowErrors = allowErrors;

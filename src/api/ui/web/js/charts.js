@@ -4,6 +4,7 @@
 // some series is above zero and `data-series` the same per series (the tests read them).
 import uPlot from '../vendor/uPlot.esm.js';
 import { h, setText } from './dom.js';
+import { formatClock } from './format.js';
 
 const LEGEND_PX = 30;
 
@@ -76,7 +77,8 @@ export class TimeChart {
       cursor: { points: { size: 6 } },
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { stroke: axisStroke, grid, ticks: grid, font: '11px system-ui, sans-serif' },
+        // Clock times only: uPlot's default adds a date line whose labels collide on short spans.
+        { stroke: axisStroke, grid, ticks: grid, font: '11px system-ui, sans-serif', space: 64, values: (u, vals) => vals.map((v) => formatClock(v * 1000)) },
         { stroke: axisStroke, grid, ticks: grid, size: 56, font: '11px system-ui, sans-serif', values: (u, vals) => vals.map((v) => fmt(v)) },
       ],
       series: [
@@ -90,9 +92,11 @@ export class TimeChart {
             fill: this.stacked ? s.color : n === 1 ? withAlpha(s.color, 0.12) : undefined,
             spanGaps: false,
             points: { show: false },
+            // At the cursor, else the latest value (the legend then reads as "now").
             value: (u, v, si, idx) => {
-              const raw = idx === null || idx === undefined ? null : this.raw[order[si - 1]][idx];
-              return raw === null || raw === undefined ? '—' : fmt(raw);
+              const series = this.raw[order[si - 1]] ?? [];
+              const at = idx === null || idx === undefined ? series.findLast((x) => x !== null && x !== undefined) : series[idx];
+              return at === null || at === undefined ? '—' : fmt(at);
             },
           };
         }),

@@ -22,6 +22,11 @@ function hostModels(host) {
   return models.map((m) => (typeof m === 'string' ? { name: m, loaded: true } : m));
 }
 
+function modelText(m) {
+  if (m.status && m.status !== 'ready') return `${m.name} (${m.status})`;
+  return m.loaded === false ? `${m.name} (not loaded)` : m.name;
+}
+
 function issueLink(inc) {
   const result = inc.outbox?.result ?? inc.github ?? null;
   const url = safeUrl(result?.url ?? inc.issue_url ?? '');
@@ -64,7 +69,7 @@ export default {
         { label: 'Host', render: (x) => h('strong', { text: x.id }) },
         { label: 'State', render: (x) => badge(x.state ?? 'unknown', STATE_KIND[x.state] ?? '') },
         { label: 'Version', render: (x) => x.record?.version ?? x.version ?? '—' },
-        { label: 'Models', render: (x) => hostModels(x).map((m) => m.name + (m.loaded ? '' : ' (not loaded)')).join(', ') || '—' },
+        { label: 'Models', render: (x) => hostModels(x).map(modelText).join(', ') || '—' },
         { label: 'Heartbeat', numeric: true, title: 'Seconds since the host last renewed its lease', render: (x) => (x.heartbeat_age_s === null || x.heartbeat_age_s === undefined ? '—' : `${formatDuration(x.heartbeat_age_s)} ago`) },
         { label: 'Incidents', numeric: true, render: (x) => formatNumber(x.open_incidents ?? 0) },
         { label: 'Why', render: (x) => h('span', { class: 'muted', text: x.why || '' }) },
@@ -88,9 +93,11 @@ export default {
     root.append(h('h1', { class: 'page-title', text: 'Fleet' }), status, body);
 
     let shown = '';
+    let lastGood = null; // an unreachable fleet keeps showing its last picture
     return {
       update(c) {
         const doc = c.data.fleet;
+        if (doc?.configured && !doc.error && Array.isArray(doc.hosts)) lastGood = doc;
         let state;
         if (c.locked) state = 'locked';
         else if (!doc) state = c.errors.fleet ? 'error' : 'loading';
@@ -103,10 +110,12 @@ export default {
         } else if (state === 'unreachable' || state === 'error') {
           setChildren(status, statusView(state, doc, c));
         }
-        const hasData = doc?.configured && Array.isArray(doc.hosts);
-        body.hidden = !hasData;
-        if (!hasData) return;
-
+        const shownDoc = state === 'fleet' ? doc : state === 'unreachable' ? lastGood : null;
+        body.hidden = !shownDoc;
+        if (!shownDoc) return;
+        this.render(shownDoc);
+      },
+      render(doc) {
         const list = doc.hosts ?? [];
         const count = (s) => list.filter((x) => x.state === s).length;
         setText(hostsCard.value, `${count('up')} up of ${list.length}`);
