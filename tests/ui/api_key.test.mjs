@@ -1,6 +1,7 @@
 // The console on a server started with --api-key: the pages load without a key and ask for one; a
 // wrong key is refused and not stored; the right one is kept in the tab's sessionStorage, survives
-// a reload, and every page then loads its data (and chats) without a console error.
+// a reload, and every page then loads its data (and chats) without a console error; "Forget key"
+// drops it.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
@@ -81,6 +82,12 @@ describe('web console with --api-key', { timeout: 600_000 }, () => {
     await page.waitForFunction(() => document.querySelector('.msg-assistant')?.dataset.state === 'done', { timeout: 120_000 });
     assert.ok(Number(await page.$eval('.msg-assistant .msg-stats', (el) => el.dataset.completionTokens)) > 0);
     assertNoConsoleErrors(page, 'with the key');
+
+    // "Forget key" drops it and locks the page again.
+    assert.equal(await page.$eval('#key-button', (b) => b.textContent), 'Forget key');
+    await page.click('#key-button');
+    assert.equal(await page.evaluate((k) => sessionStorage.getItem(k), STORAGE), null, 'the key is forgotten');
+    assert.equal(await page.$eval('#key-dialog', (d) => d.open), true, 'the dialog asks again');
     await page.close();
   });
 });

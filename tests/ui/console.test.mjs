@@ -218,7 +218,7 @@ describe('web console', { timeout: 600_000 }, () => {
       const n = (reason) => metricValue(samples, 'rustycage_requests_finished_total', { model: 'demo', reason }) ?? 0;
       return { cancelled: n('cancelled'), length: n('length'), running: metricValue(samples, 'rustycage_running_sequences', { model: 'demo' }) };
     };
-    const before = await finished();
+    const start = await finished();
     await page.click('#chat-new');
     await setNumber(page, '#chat-max-tokens', MAX_STOPPED_TOKENS);
     await page.type('#chat-input', 'Write a very long essay.');
@@ -236,7 +236,7 @@ describe('web console', { timeout: 600_000 }, () => {
     await waitFor(
       async () => {
         const now = await finished();
-        return now.running === 0 && now.cancelled + now.length > before.cancelled + before.length;
+        return now.running === 0 && now.cancelled + now.length > start.cancelled + start.length;
       },
       { timeoutMs: 120_000, describe: async () => `the stopped reply still runs: ${JSON.stringify(await finished())}` },
     );

@@ -4,8 +4,7 @@
 // Every `interval` ms (?poll=MS in the URL, default 2000) it scrapes /metrics (public) into the
 // History, and fetches the JSON routes the open page needs. A page is {mount(root, ctx) →
 // {update(ctx), unmount()}, needs: [...]}; update runs after every poll.
-import { AuthError, apiKey, forgetApiKey, keyAccepted, onAuthRequired, setApiKey } from './api.js';
-import { getJSON } from './api.js';
+import { AuthError, apiKey, forgetApiKey, getJSON, keyAccepted, onAuthRequired, setApiKey } from './api.js';
 import { setText } from './dom.js';
 import { formatClock, modelKey } from './format.js';
 import { History } from './history.js';

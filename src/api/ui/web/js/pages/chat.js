@@ -93,7 +93,9 @@ export default {
     system.addEventListener('input', () => (chat.system = system.value));
     const newChat = h('button', { type: 'button', class: 'secondary', id: 'chat-new', text: 'New chat', onclick: () => reset() });
 
-    const transcript = h('div', { class: 'transcript', id: 'chat-transcript', 'aria-live': 'polite', 'aria-label': 'Conversation' });
+    // Not a live region itself (it would read out every token): `announce` says when a reply ends.
+    const transcript = h('div', { class: 'transcript', id: 'chat-transcript', role: 'log', 'aria-live': 'off', 'aria-label': 'Conversation' });
+    const announce = h('p', { class: 'visually-hidden', 'aria-live': 'polite' });
     const input = h('textarea', { id: 'chat-input', rows: '3', placeholder: 'Message the model — Enter sends, Shift+Enter adds a line', 'aria-label': 'Message' });
     const send = h('button', { type: 'submit', class: 'primary', id: 'chat-send', text: 'Send' });
     const stop = h('button', { type: 'button', class: 'danger', id: 'chat-stop', text: 'Stop', disabled: true, onclick: () => chat.controller?.abort() });
@@ -120,6 +122,7 @@ export default {
       notice,
       transcript,
       form,
+      announce,
     );
 
     const views = new Map(); // message → {el, content, stats}
@@ -262,6 +265,7 @@ export default {
     chat.repaint = (msg) => {
       paint(msg);
       scrollDown();
+      if (msg.stats) setText(announce, msg.error ? msg.error : `Reply ${msg.state === 'stopped' ? 'stopped' : 'finished'}: ${statsText(msg.stats)}`);
     };
     chat.setBusy = setBusy;
     setBusy(Boolean(chat.controller));

@@ -5,7 +5,7 @@ import { formatBytes, formatCompact, formatDateTime, formatDuration, formatNumbe
 export default {
   title: 'Overview',
   needs: ['server', 'ps', 'tags'],
-  mount(root, ctx) {
+  mount(root) {
     const cards = h('div', { class: 'cards' });
     const version = statCard('Version');
     const uptime = statCard('Uptime');
