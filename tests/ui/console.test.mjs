@@ -46,7 +46,7 @@ describe('web console', { timeout: 600_000 }, () => {
   before(async () => {
     diskDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rc-ui-kv-'));
     server = await startServer({
-      models: { demo: 'tiny-chat.gguf', embed: 'tiny-embed.gguf' },
+      models: { demo: 'tiny-chat.gguf', second: 'tiny-chat.gguf', embed: 'tiny-embed.gguf' },
       args: ['--kv-cached-sequences', '1', '--kv-disk-dir', diskDir, '--preload', 'demo'],
     });
     browser = await launchBrowser();
@@ -111,6 +111,22 @@ describe('web console', { timeout: 600_000 }, () => {
     assert.match(hit, /^\d+(\.\d)? %$/, `the hit rate is a percentage: ${hit}`);
     assert.deepEqual(await chartHeights(), kvHeights, 'KV charts keep their size as data arrives');
     await screenshot(page, 'kv');
+
+    // A second model: the KV page offers both and shows the one picked.
+    const res = await fetch(`${server.openaiURL}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'second', messages: [{ role: 'user', content: 'Hi, second model.' }], max_tokens: 4 }),
+    });
+    const promptTokens = (await res.json()).usage.prompt_tokens;
+    await page.waitForFunction(() => document.querySelectorAll('.picker .chip').length === 2, { timeout: 30_000 });
+    await page.evaluate(() => [...document.querySelectorAll('.picker .chip')].find((b) => b.textContent === 'second').click());
+    await page.waitForFunction(
+      (n) => document.querySelector('.card[aria-label="Prompt tokens · 5 min"] .stat-value').textContent === String(n),
+      { timeout: 30_000 },
+      promptTokens,
+    );
+    assert.equal(await page.$eval('.picker .chip[aria-pressed="true"]', (b) => b.textContent), 'second');
 
     await showPage(page, 'requests');
     await waitForChart(page, 'req-queue', { series: 'running' });

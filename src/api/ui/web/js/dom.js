@@ -95,6 +95,25 @@ export function meter(label) {
   return { el, update };
 }
 
+/**
+ * A row of toggle chips (one pressed): update(options [{value, label}], selected) rebuilds only when
+ * either changed; a click calls onPick(value).
+ */
+export function chipPicker(label, onPick) {
+  const el = h('div', { class: 'picker', role: 'group', 'aria-label': label });
+  let shown = '';
+  const update = (options, selected) => {
+    const key = JSON.stringify([options, selected]);
+    if (key === shown) return;
+    shown = key;
+    setChildren(
+      el,
+      options.map((o) => h('button', { type: 'button', class: 'chip', 'aria-pressed': String(o.value === selected), text: o.label, onclick: () => onPick(o.value) })),
+    );
+  };
+  return { el, update };
+}
+
 export function badge(text, kind = '') {
   return h('span', { class: `badge ${kind}`, text });
 }

@@ -3,7 +3,7 @@
 // preemptions. Everything but the idle-conversation count comes from /metrics, so the page works
 // without an API key too.
 import { HistogramTable, TimeChart, colors } from '../charts.js';
-import { dataTable, h, meter, section, setChildren, setText, statCard } from '../dom.js';
+import { chipPicker, dataTable, h, meter, section, setText, statCard } from '../dom.js';
 import { formatBytes, formatCompact, formatNumber, formatPercent, formatSeconds } from '../format.js';
 
 const SOURCES = [
@@ -30,7 +30,10 @@ export default {
   title: 'KV',
   needs: ['ps'],
   mount(root, ctx) {
-    const picker = h('div', { class: 'picker', role: 'group', 'aria-label': 'Model' });
+    const picker = chipPicker('Model', (m) => {
+      selected = m;
+      this_.update(ctx);
+    });
     const empty = h('div', { class: 'empty-state', role: 'status', hidden: true },
       h('h2', { text: 'No KV cache to show yet' }),
       h('p', { text: 'A chat model keeps its KV here once it has served a request. Send one (the Chat page will do) and this page fills in.' }));
@@ -101,36 +104,13 @@ export default {
     const preemptNote = h('p', { class: 'muted', id: 'kv-preemption-note' });
 
     body.append(section('Tiers', tierCards), section('Reuse', rateCards), section('Over time', charts, preemptNote));
-    root.append(h('div', { class: 'page-head' }, h('h1', { class: 'page-title', text: 'KV cache' }), picker), empty, body);
-
-    let pickerKey = '';
-    const renderPicker = (models) => {
-      const key = models.join('|') + '#' + selected;
-      if (key === pickerKey) return;
-      pickerKey = key;
-      setChildren(
-        picker,
-        models.length > 1 ? h('span', { class: 'picker-label', text: 'Model' }) : null,
-        models.map((m) =>
-          h('button', {
-            type: 'button',
-            class: 'chip',
-            'aria-pressed': String(m === selected),
-            text: m,
-            onclick: () => {
-              selected = m;
-              this_.update(ctx);
-            },
-          }),
-        ),
-      );
-    };
+    root.append(h('div', { class: 'page-head' }, h('h1', { class: 'page-title', text: 'KV cache' }), picker.el), empty, body);
 
     const this_ = {
       update(c) {
         const models = kvModels(c);
         if (!models.includes(selected)) selected = models[0] ?? '';
-        renderPicker(models);
+        picker.update(models.map((x) => ({ value: x, label: x })), selected);
         empty.hidden = Boolean(selected);
         body.hidden = !selected;
         if (!selected) return;

@@ -2,7 +2,7 @@
 // running sequences, throughput, requests by status, errors by route, finished requests by reason.
 // All from /metrics.
 import { TimeChart, colors } from '../charts.js';
-import { dataTable, h, section, setChildren, setText, statCard } from '../dom.js';
+import { chipPicker, dataTable, h, section, setText, statCard } from '../dom.js';
 import { formatCompact, formatNumber, formatSeconds } from '../format.js';
 
 const WINDOW_MS = 5 * 60 * 1000;
@@ -18,13 +18,14 @@ const REASONS = ['stop', 'length', 'cancelled', 'error'];
 
 let selected = ''; // '' = all models
 
-const secondsAsMs = (v) => formatSeconds(v);
-
 export default {
   title: 'Requests',
   needs: [],
   mount(root, ctx) {
-    const picker = h('div', { class: 'picker', role: 'group', 'aria-label': 'Model' });
+    const picker = chipPicker('Model', (m) => {
+      selected = m;
+      self.update(ctx);
+    });
     const cards = h('div', { class: 'cards' });
     const running = statCard('Running');
     const queued = statCard('Queued');
@@ -34,22 +35,10 @@ export default {
     cards.append(running.el, queued.el, ttft.el, itl.el, errors.el);
 
     const grid = h('div', { class: 'chart-grid' });
-    const ttftChart = new TimeChart(grid, {
-      id: 'req-ttft',
-      title: 'Time to first token',
-      unit: `percentiles over ${QUANTILE_WINDOW_MS / 1000} s`,
-      series: QUANTILES,
-      format: secondsAsMs,
-      empty: 'No generation yet',
-    });
-    const itlChart = new TimeChart(grid, {
-      id: 'req-itl',
-      title: 'Inter-token latency',
-      unit: `percentiles over ${QUANTILE_WINDOW_MS / 1000} s`,
-      series: QUANTILES,
-      format: secondsAsMs,
-      empty: 'No streamed tokens yet',
-    });
+    const percentiles = (id, title, empty) =>
+      new TimeChart(grid, { id, title, unit: `percentiles over ${QUANTILE_WINDOW_MS / 1000} s`, series: QUANTILES, format: formatSeconds, empty });
+    const ttftChart = percentiles('req-ttft', 'Time to first token', 'No generation yet');
+    const itlChart = percentiles('req-itl', 'Inter-token latency', 'No streamed tokens yet');
     const queueChart = new TimeChart(grid, {
       id: 'req-queue',
       title: 'Queue depth and running sequences',
@@ -108,37 +97,18 @@ export default {
     });
 
     root.append(
-      h('div', { class: 'page-head' }, h('h1', { class: 'page-title', text: 'Requests' }), picker),
+      h('div', { class: 'page-head' }, h('h1', { class: 'page-title', text: 'Requests' }), picker.el),
       cards,
       section('Over time', grid),
       h('div', { class: 'two-col' }, section('Errors', errorTable.el), section('Finished requests', finishedTable.el)),
     );
-
-    let pickerKey = '';
-    const renderPicker = (models) => {
-      const key = models.join('|') + '#' + selected;
-      if (key === pickerKey) return;
-      pickerKey = key;
-      const chip = (value, label) =>
-        h('button', {
-          type: 'button',
-          class: 'chip',
-          'aria-pressed': String(value === selected),
-          text: label,
-          onclick: () => {
-            selected = value;
-            self.update(ctx);
-          },
-        });
-      setChildren(picker, models.length > 1 ? [chip('', 'All models'), models.map((m) => chip(m, m))] : null);
-    };
 
     const self = {
       update(c) {
         const hist = c.history;
         const models = hist.labelValues('rustycage_time_to_first_token_seconds_count', 'model');
         if (selected && !models.includes(selected)) selected = '';
-        renderPicker(models);
+        picker.update(models.length > 1 ? [{ value: '', label: 'All models' }, ...models.map((x) => ({ value: x, label: x }))] : [], selected);
         const m = selected ? { model: selected } : {};
         const one = (name) => hist.latestSum(name, m).get('') ?? 0;
         setText(running.value, formatNumber(one('rustycage_running_sequences')));
