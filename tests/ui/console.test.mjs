@@ -188,6 +188,23 @@ describe('web console', { timeout: 600_000 }, () => {
     await p.close();
   });
 
+  it('shows preemptions when the server reports them', async () => {
+    // Another module adds the counter; until then the real /metrics gets one appended here.
+    let preemptions = 0;
+    const p = await openPage(browser, consoleURL(server, 'kv'), {
+      answer: async (req) => {
+        if (new URL(req.url()).pathname !== '/metrics') return null;
+        const text = await (await fetch(req.url())).text();
+        preemptions += 2;
+        return { status: 200, contentType: 'text/plain; version=0.0.4', body: `${text}# TYPE rustycage_kv_preemptions_total counter\nrustycage_kv_preemptions_total{model="demo"} ${preemptions}\n` };
+      },
+    });
+    await waitForChart(p, 'kv-evictions', { series: 'preemptions' });
+    await p.waitForFunction(() => Number(document.querySelector('.card[aria-label="Preemptions · 5 min"] .stat-value').textContent) > 0, { timeout: 30_000 });
+    assertNoConsoleErrors(p, 'preemptions');
+    await p.close();
+  });
+
   it('streams a chat reply and shows cached tokens on the second turn', async () => {
     await showPage(page, 'chat');
     await waitReady(page, 'chat');

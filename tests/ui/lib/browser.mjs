@@ -48,8 +48,8 @@ export async function launchBrowser() {
 
 /**
  * A new tab at `url` with its console watched. `allowErrors(text)` may excuse expected errors (the
- * 401 of a refused key); page.allowErrors can be changed later. `answer(request)` may return a
- * response ({status, contentType, body}) to serve instead of the server's. Resolves once the
+ * 401 of a refused key); page.allowErrors can be changed later. `answer(request)` may return (or
+ * resolve to) a response ({status, contentType, body}) to serve instead of the server's. Resolves once the
  * page's load event fired.
  */
 export async function openPage(browser, url, { width = 1280, height = 900, allowErrors = () => false, answer = null } = {}) {
@@ -57,8 +57,8 @@ export async function openPage(browser, url, { width = 1280, height = 900, allow
   await page.setViewport({ width, height });
   if (answer) {
     await page.setRequestInterception(true);
-    page.on('request', (req) => {
-      const response = answer(req);
+    page.on('request', async (req) => {
+      const response = await answer(req);
       if (response) req.respond(response);
       else req.continue();
     });

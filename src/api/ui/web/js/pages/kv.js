@@ -32,7 +32,7 @@ export default {
   mount(root, ctx) {
     const picker = chipPicker('Model', (m) => {
       selected = m;
-      this_.update(ctx);
+      page.update(ctx);
     });
     const empty = h('div', { class: 'empty-state', role: 'status', hidden: true },
       h('h2', { text: 'No KV cache to show yet' }),
@@ -101,12 +101,11 @@ export default {
     });
     const movesCard = h('section', { class: 'card' }, h('h3', { text: 'Block moves' }), moves.el);
     charts.append(movesCard);
-    const preemptNote = h('p', { class: 'muted', id: 'kv-preemption-note' });
 
-    body.append(section('Tiers', tierCards), section('Reuse', rateCards), section('Over time', charts, preemptNote));
+    body.append(section('Tiers', tierCards), section('Reuse', rateCards), section('Over time', charts));
     root.append(h('div', { class: 'page-head' }, h('h1', { class: 'page-title', text: 'KV cache' }), picker.el), empty, body);
 
-    const this_ = {
+    const page = {
       update(c) {
         const models = kvModels(c);
         if (!models.includes(selected)) selected = models[0] ?? '';
@@ -161,14 +160,12 @@ export default {
         setText(evict.sub, `${TIERS.map((t) => `${t} ${formatNumber(ev.get(t) ?? 0)}`).join(' · ')}${corrupt ? ` · ${formatNumber(corrupt)} corrupt blocks dropped` : ''}`);
         const preemptNames = hist.names(PREEMPTIONS);
         if (preemptNames.length) {
-          const n = preemptNames.reduce((s, name) => s + ([...hist.increase(name, { match: m, windowMs: WINDOW_MS }).values()][0] ?? 0), 0);
+          const n = preemptNames.reduce((sum, name) => sum + (hist.increase(name, { match: m, windowMs: WINDOW_MS }).get('') ?? 0), 0);
           setText(preempt.value, formatNumber(n));
           setText(preempt.sub, 'running sequences paused for cells');
-          setText(preemptNote, '');
         } else {
           setText(preempt.value, '—');
           setText(preempt.sub, 'not reported by this server');
-          setText(preemptNote, 'This server reports no preemption counter; the preemption series stays empty.');
         }
 
         // Charts.
@@ -206,6 +203,6 @@ export default {
         evictions.destroy();
       },
     };
-    return this_;
+    return page;
   },
 };
