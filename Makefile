@@ -41,6 +41,7 @@ run: build
 	@echo "  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\"
 	@echo "       -d '{\"model\":\"demo\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":32}'"
 	@echo "  $(BUILD)/bin/rustycage run demo 'Hello!' --models-dir $(MODELS_DIR)"
+	@echo "Or open the console: http://127.0.0.1:8080/ui/"
 	@echo "Stop with Ctrl-C."
 	@echo
 	@exec $(BUILD)/bin/rustycage serve --models-dir $(MODELS_DIR) --preload demo

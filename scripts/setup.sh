@@ -9,6 +9,7 @@ packages=(
     libgtest-dev libgmock-dev libcli11-dev
     prometheus        # promtool checks our /metrics exposition in the tests
     etcd-server etcd-client  # the fleet's coordination service (tests start real members; docs/FLEET.md)
+    chromium fonts-dejavu-core  # the web console's browser tests (tests/ui/, headless)
 )
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 

@@ -8,6 +8,7 @@
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
 #include "api/server_routes.h"
+#include "api/ui/ui_routes.h"
 #include "metrics/text_format.h"
 #include "util/log.h"
 
@@ -22,10 +23,11 @@ const char * cors_allow_headers = "Authorization, Content-Type, OpenAI-Organizat
                                   "X-Requested-With, User-Agent, Accept";
 
 // Health, version and metrics stay reachable without a key: load balancers and Prometheus scrapers
-// probe them, and they carry no prompts or outputs.
+// probe them, and they carry no prompts or outputs. So do the console's static pages, which must
+// load before they can ask for the key (its data routes are not public).
 bool is_public(const std::string & path) {
     return path == "/" || path == "/health" || path.rfind("/v1/health/", 0) == 0 || path == "/api/version" || path == "/v1/version" ||
-           path == "/metrics" || path == "/v1/metrics";
+           path == "/metrics" || path == "/v1/metrics" || ui::is_static_path(path);
 }
 
 void add_cors(http_response & r, const http_request & req) {
@@ -108,6 +110,7 @@ std::vector<route> all_routes(api_context & ctx) {
     for (auto & r : server_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : ui::ui_routes(ctx)) routes.push_back(std::move(r));
     // CORS preflight on any path: `before` answers it (204 + Allow-* headers); without a route
     // httplib would answer OPTIONS with 404 before `before` ever ran.
     routes.push_back({"OPTIONS", "/*", [](const http_request &) {
