@@ -9,7 +9,15 @@ function(rc_warnings target)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
+  if(RUSTYCAGE_FUZZ)
+    target_compile_options(${target} PRIVATE ${RC_FUZZ_FLAGS})
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
 endfunction()
+
+# Our code in a fuzz build (fuzz/): coverage for libFuzzer, ASan, and UBSan made fatal so that
+# undefined behaviour counts as a crash the fuzzer keeps.
+set(RC_FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
 
 # rc_add_module(NAME SOURCES... DEPS ...) — a static library for one src/ folder.
 function(rc_add_module name)

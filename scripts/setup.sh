@@ -8,6 +8,7 @@ packages=(
     libssl-dev libcurl4-openssl-dev libsqlite3-dev
     libgtest-dev libgmock-dev libcli11-dev
     prometheus        # promtool checks our /metrics exposition in the tests
+    clang libfuzzer-14-dev  # make fuzz: libFuzzer targets built with clang (fuzz/README.md)
 )
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
