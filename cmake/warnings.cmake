@@ -1,7 +1,8 @@
 # Warnings and sanitizers for our own targets only (llama.cpp keeps its own flags).
 function(rc_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor
-                                           -Wcast-align -Wformat=2)
+  # (clang spells GCC's -Wshadow=local differently)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic $<IF:$<CXX_COMPILER_ID:GNU>,-Wshadow=local,-Wshadow-uncaptured-local>
+                                           -Wnon-virtual-dtor -Wcast-align -Wformat=2)
   if(RUSTYCAGE_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

@@ -49,8 +49,8 @@ for t in "${targets[@]}"; do
         failed+=("$t")
         tail -n 40 "$log" >&2
     fi
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
     summary+=("$(printf '%-16s %-7s %12s execs  cov %s' "$t" "$status" "${execs:-?}" "${cov:-?}")")
 done
 printf '%s\n' "${summary[@]}"

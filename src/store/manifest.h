@@ -38,7 +38,7 @@ struct layer {
     layer_kind kind = layer_kind::model;
     blob_digest digest;
     uint64_t size = 0;
-    std::string filename;  // the file's original name (informational; never used as a path here)
+    std::string filename;  // the file's original name (informational, optional; never used as a path here)
 };
 
 struct model_source {
