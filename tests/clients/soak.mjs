@@ -19,8 +19,9 @@ import { metricValue, scrapeMetrics, startServer, waitFor } from './lib/server.m
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const CLIENTS = Number(process.env.SOAK_CLIENTS ?? 64);
 const RSS_TOLERANCE = Number(process.env.SOAK_RSS_TOLERANCE ?? 0.05);
-const WARMUP_SECONDS = Math.min(60, Math.max(10, SECONDS * 0.2));
+const WARMUP_SECONDS = Math.min(120, Math.max(20, SECONDS * 0.25));
 const SAMPLE_MS = 2000;
+const REQUEST_TIMEOUT_S = 120;
 
 const chatMessages = (i) => [
   { role: 'system', content: 'You are a soak test. Answer briefly.' },
@@ -62,7 +63,9 @@ describe('soak', { timeout: (SECONDS + 600) * 1000 }, () => {
   let ollama;
 
   before(async () => {
-    server = await startServer({ args: ['--parallel', '8', '--max-queue', '1024'] });
+    // A small host KV tier fills during the warm-up, so RSS measures leaks rather than the cache
+    // growing toward its default budget (a quarter of RAM).
+    server = await startServer({ args: ['--max-queue', '1024', '--kv-host-budget', process.env.SOAK_KV_HOST_BUDGET ?? '8MiB'] });
     openai = new OpenAI({ baseURL: `${server.openaiURL}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 300_000 });
     ollama = new Ollama({ host: server.ollamaURL });
   });
@@ -133,12 +136,20 @@ describe('soak', { timeout: (SECONDS + 600) * 1000 }, () => {
     ];
 
     const deadline = Date.now() + SECONDS * 1000;
+    // A request that never ends is a failure to report, not a reason to hang the soak.
+    const withDeadline = (promise, kind) => {
+      let timer;
+      const expired = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${kind} took longer than ${REQUEST_TIMEOUT_S}s`)), REQUEST_TIMEOUT_S * 1000);
+      });
+      return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+    };
     const worker = async (i) => {
       let n = 0;
       while (Date.now() < deadline) {
         const [kind, run] = actions[(i + n++) % actions.length];
         try {
-          await run(i);
+          await withDeadline(run(i), kind);
           count(kind);
         } catch (err) {
           errors.push(`${kind} (client ${i}): ${err?.stack ?? err}`);
@@ -180,11 +191,14 @@ describe('soak', { timeout: (SECONDS + 600) * 1000 }, () => {
     const quarter = Math.max(1, Math.floor(steady.length / 4));
     const first = median(steady.slice(0, quarter));
     const lastQ = median(steady.slice(-quarter));
+    const hostTier = metricValue(last.samples, 'rustycage_kv_tier_bytes', { model: 'demo', tier: 'host' });
     const figures = {
       seconds: SECONDS, clients: CLIENTS, requests: counts, errors: errors.length,
       rss_mib: { warmup_end: +(first / 2 ** 20).toFixed(1), end: +(lastQ / 2 ** 20).toFixed(1),
                  min: +(Math.min(...steady) / 2 ** 20).toFixed(1), max: +(Math.max(...steady) / 2 ** 20).toFixed(1),
                  growth_pct: +((lastQ / first - 1) * 100).toFixed(2), samples: steady.length },
+      kv_host_tier_mib: hostTier === undefined ? null : +(hostTier / 2 ** 20).toFixed(1),
+      rss_timeline_mib: samples.filter((_, k) => k % 5 === 0).map(([t, rss]) => [Math.round(t), +(rss / 2 ** 20).toFixed(1)]),
     };
     console.log(`SOAK ${JSON.stringify(figures)}`);
 
