@@ -13,7 +13,7 @@ else ifeq ($(GPU),metal)
   CMAKE_ARGS += -DRUSTYCAGE_METAL=ON
 endif
 
-.PHONY: all setup configure build test run clean sanitize fleet-demo
+.PHONY: all setup configure build test run clean sanitize fleet-demo fuzz soak
 
 all: build
 
@@ -53,6 +53,17 @@ fleet-demo: build
 # Our code under AddressSanitizer + UBSan (llama.cpp itself stays a normal build).
 sanitize:
 	@$(MAKE) test BUILD=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DRUSTYCAGE_SANITIZE=ON"
+
+# libFuzzer targets (fuzz/README.md) in their own clang build, each run for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= build-fuzz
+fuzz: setup
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# 64 concurrent mixed clients against a real server for SOAK_SECONDS (tests/soak/README.md).
+SOAK_SECONDS ?= 600
+soak: build
+	@SOAK_SECONDS=$(SOAK_SECONDS) scripts/soak.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -10,6 +10,7 @@ packages=(
     prometheus        # promtool checks our /metrics exposition in the tests
     etcd-server etcd-client  # the fleet's coordination service (tests start real members; docs/FLEET.md)
     chromium fonts-dejavu-core  # the web console's browser tests (tests/ui/, headless)
+    clang libfuzzer-14-dev  # make fuzz: libFuzzer targets built with clang (fuzz/README.md)
 )
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 

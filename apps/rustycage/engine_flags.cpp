@@ -1,4 +1,10 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -75,6 +81,36 @@ void resolve_kv_defaults(engine_flags & f) {
         kv.disk_dir = f.kv_disk_dir;
         if (kv.disk_budget == 0) kv.disk_budget = size_t(20) << 30;
     }
+}
+
+status check_writable_dir(const std::string & flag, const std::string & dir) {
+    namespace fs = std::filesystem;
+    auto bad = [&](const std::string & why) { return make_error(errc::invalid_argument, flag + " " + dir + ": " + why); };
+    if (dir.empty()) return bad("is empty");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec && !fs::is_directory(dir)) {
+        return bad(ec == std::errc::not_a_directory || ec == std::errc::file_exists ? "cannot be a directory: a part of the path is a file"
+                                                                                   : "cannot be created (" + ec.message() + ")");
+    }
+    if (!fs::is_directory(dir)) return bad("is not a directory");
+    std::string probe = (fs::path(dir) / ".rustycage-write-check-XXXXXX").string();
+    int fd = ::mkstemp(probe.data());
+    if (fd < 0) return bad(std::string("is not writable (") + std::strerror(errno) + ")");
+    const bool wrote = ::write(fd, "x", 1) == 1 && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    ::unlink(probe.c_str());
+    if (!wrote) return bad(std::string("cannot take a file (") + std::strerror(err) + ")");
+    return {};
+}
+
+status check_engine_paths(const engine_flags & f) {
+    if (auto st = check_writable_dir("--models-dir", f.models_dir); !st) return st;
+    if (!f.kv_disk_dir.empty()) {
+        if (auto st = check_writable_dir("--kv-disk-dir", f.kv_disk_dir); !st) return st;
+    }
+    return {};
 }
 
 bool apply_log_level(const std::string & level) {

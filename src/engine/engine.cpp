@@ -6,6 +6,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/kv_identity.h"
+#include "engine/sampler.h"
 #include "util/log.h"
 
 namespace rc::engine {
@@ -134,15 +135,28 @@ result<std::shared_ptr<request_channel>> engine::submit(generation_request req) 
         int keep = embed_model ? n_ctx_ : n_ctx_ - 1 - std::min(req.max_tokens > 0 ? req.max_tokens : n_ctx_ / 4, n_ctx_ / 2);
         req.prompt.erase(req.prompt.begin(), req.prompt.end() - keep);
     }
+    auto refusal = [&]() -> std::optional<error> {
+        if (stopping_) return make_error(errc::unavailable, "the model is being unloaded");
+        if (static_cast<int>(incoming_.size()) + impl_->queued.load() >= opts_.max_queue)
+            return make_error(errc::unavailable, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting)");
+        return std::nullopt;
+    };
+    {
+        std::lock_guard lock(mutex_);
+        if (auto e = refusal()) return *e;  // before spending a grammar build on a request that cannot queue
+    }
     if (req.kind == request_kind::generate) {
-        if (auto st = validate_sampling(*model_, req.sampling); !st) return st.err();
+        // The sampler (and its grammar, which can take long to compile) is built here, on the
+        // caller's thread: the engine thread never waits on it, and neither does the engine's
+        // shutdown.
+        auto smp = make_sampler(*model_, req.sampling, req.grammar);
+        if (!smp) return smp.err();
+        req.grammar.prepared = std::make_shared<prepared_sampler>(prepared_sampler{std::move(smp.value())});
     }
     auto ch = std::make_shared<request_channel>();
     {
         std::lock_guard lock(mutex_);
-        if (stopping_) return make_error(errc::unavailable, "the model is being unloaded");
-        if (static_cast<int>(incoming_.size()) + impl_->queued.load() >= opts_.max_queue)
-            return make_error(errc::unavailable, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting)");
+        if (auto e = refusal()) return *e;
         incoming_.emplace_back(std::move(req), ch);
     }
     wake_.notify_one();

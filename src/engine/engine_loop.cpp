@@ -102,7 +102,7 @@ void engine::impl::admit() {
         auto s = std::make_unique<sequence>();
         s->submitted = steady::now();
         if (req.kind == request_kind::generate) {
-            auto smp = make_sampler(*model, req.sampling, req.grammar);
+            auto smp = take_sampler(*model, req.sampling, req.grammar);  // built by submit(), off this thread
             if (!smp) {
                 send_error(*ch, smp.err().code, smp.err().message);
                 ++failed;

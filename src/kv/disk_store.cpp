@@ -1,6 +1,7 @@
 #include "kv/disk_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -239,6 +240,10 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
              std::memcmp(h.identity, identity_.data(), 32) == 0 && std::memcmp(h.key, key.d.data(), 32) == 0 &&
              h.payload_bytes < (1ull << 34) && h.n_tokens > 0 && h.pos0 >= 0;
     }
+    // The header is only trusted as far as the file backs it: a block damaged or replaced since
+    // open() indexed it must not make us allocate what it claims (found by fuzz_kv_disk_block).
+    struct stat st {};
+    ok = ok && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == header_bytes + h.payload_bytes;
     if (ok) {
         blob->bytes.resize(h.payload_bytes);
         ok = read_all(fd, blob->bytes.data(), blob->bytes.size());

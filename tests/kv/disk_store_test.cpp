@@ -1,6 +1,7 @@
 #include "kv/disk_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -81,6 +82,29 @@ TEST_F(disk_store_test, every_flipped_byte_is_detected_dropped_and_counted) {
         EXPECT_FALSE(s->contains(key(1)));
         EXPECT_FALSE(fs::exists(p));
     }
+}
+
+TEST_F(disk_store_test, a_header_claiming_more_than_the_file_holds_allocates_nothing) {
+    // Found by fuzz_kv_disk_block: a block file damaged after open() indexed it, whose header
+    // claims a gigabyte payload, made read() allocate (and zero) that much before noticing.
+    auto s = disk_store::open(dir, 1 << 20, identity()).value();
+    ASSERT_TRUE(s->write(key(1), blob(300, 5)).ok());
+    {
+        std::fstream f(dir / (key(1).hex() + ".kvb"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(88);  // payload_bytes, after magic, version, header size, identity, key, pos0, n_tokens
+        const uint64_t claimed = uint64_t(1) << 30;
+        f.write(reinterpret_cast<const char *>(&claimed), sizeof claimed);
+    }
+    auto peak_kb = [] {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        return u.ru_maxrss;
+    };
+    const long before = peak_kb();
+    auto r = s->read(key(1));
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(s->corrupt_dropped(), 1u);
+    EXPECT_LT(peak_kb() - before, 256 * 1024) << "read() allocated what the header claimed";
 }
 
 TEST_F(disk_store_test, bad_headers_and_temp_files_are_dropped_on_open) {
