@@ -5,6 +5,7 @@
 #include <charconv>
 #include <regex>
 #include <string_view>
+#include <vector>
 
 namespace rc::mkmodel {
 namespace {
@@ -77,8 +78,18 @@ result<options> parse_args(int argc, const char * const * argv) {
     auto * name_opt = app.add_option("--name", name);
     auto * src_opt = app.add_option("--llama-src", llama_src);
     auto * threads_opt = app.add_option("--threads", threads);
+    // CLI11 reads "--type=" as a flag without its value; here it is the (refused) empty value.
+    std::vector<std::string> args;
+    for (int i = argc - 1; i > 0; --i) {  // CLI11 takes the arguments in reverse order
+        std::string a = argv[i];
+        if (a.size() > 3 && a.starts_with("--") && a.back() == '=') {
+            args.emplace_back();
+            a.pop_back();
+        }
+        args.push_back(std::move(a));
+    }
     try {
-        app.parse(argc, argv);
+        app.parse(args);
     } catch (const CLI::ParseError & e) {
         return make_error(errc::invalid_argument, plain(e));
     }

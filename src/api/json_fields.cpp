@@ -1,6 +1,7 @@
 #include "api/json_fields.h"
 
 #include <cmath>
+#include <string_view>
 
 #include "api/api_error.h"
 
@@ -11,7 +12,7 @@ namespace {
 // Depth and value count of JSON text without building it: one pass that skips strings (escapes
 // included). Commas and openings count the values closely enough for a bound. Stops at the first
 // level past the limit, so a 100,000-deep body costs no more than its first 64 brackets.
-void check_shape(const std::string & text) {
+void check_shape(std::string_view text) {
     int depth = 0;
     size_t values = 1;
     bool in_string = false;
@@ -41,6 +42,17 @@ void check_shape(const std::string & text) {
 }
 
 }  // namespace
+
+std::optional<json> parse_json_bounded(const std::string & text) {
+    try {
+        check_shape(text);
+        json j = json::parse(text, nullptr, false);
+        if (j.is_discarded()) return std::nullopt;
+        return j;
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+}
 
 json parse_body(const http_request & req) {
     if (req.body.empty()) bad_request("request body is empty; expected a JSON object");

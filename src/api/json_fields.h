@@ -26,6 +26,10 @@ inline constexpr size_t max_json_values = size_t{1} << 22;
 // the text before anything is built.
 json parse_body(const http_request & req);
 
+// JSON text from elsewhere (a model's tool-call arguments) under the same bounds; nullopt when it is
+// not JSON or nested too deep. Never throws.
+std::optional<json> parse_json_bounded(const std::string & text);
+
 // Each returns nullopt when the field is absent or null; throws a 400 naming `key` on a wrong type
 // or a value outside [min, max].
 std::optional<std::string> opt_string(const json & j, const char * key);

@@ -83,3 +83,10 @@ TEST(read_token_ids, refuses_ids_that_would_wrap_around_32_bits) {
     EXPECT_EQ(read_token_ids(json::parse("[0, 5, 2147483647]"), "prompt"), (std::vector<int32_t>{0, 5, 2147483647}));
     EXPECT_EQ(status_of([] { read_token_ids(json::parse("5"), "prompt"); }), 400);
 }
+
+TEST(parse_json_bounded, reads_model_output_under_the_same_bounds) {
+    EXPECT_EQ(parse_json_bounded(R"({"city":"Paris"})"), json({{"city", "Paris"}}));
+    EXPECT_FALSE(parse_json_bounded("{\"city\":").has_value());
+    EXPECT_FALSE(parse_json_bounded(std::string(30000, '[') + std::string(30000, ']')).has_value())
+        << "a model told to write brackets must not reach the recursive writer";
+}

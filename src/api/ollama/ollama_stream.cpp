@@ -165,7 +165,9 @@ json tool_calls_json(const std::vector<common_chat_tool_call> & calls) {
     json out = json::array();
     for (size_t i = 0; i < calls.size(); ++i) {
         const auto & tc = calls[i];
-        json args = tc.arguments.empty() ? json::object() : json::parse(tc.arguments, nullptr, false);
+        // Model output, parsed under the request bounds: nothing deeper than a request may be reaches
+        // the (recursive) JSON writer.
+        json args = tc.arguments.empty() ? json::object() : parse_json_bounded(tc.arguments).value_or(json());
         if (!args.is_object()) {
             // Ollama's arguments are always an object; a model that wrote something else gets an empty
             // one rather than the OpenAI string shape.
