@@ -214,6 +214,34 @@ bool generation_session::run(const std::function<bool()> & client_alive, const s
     return true;
 }
 
+void generation_session::run_whole(const http_request & req, const std::function<void(const session_event &)> & on_event) {
+    std::optional<rc::error> failed;
+    auto alive = req.client_gone ? std::function<bool()>([&req] { return !req.client_gone(); }) : std::function<bool()>();
+    bool finished = run(alive, [&](const session_event & ev) {
+        if (ev.kind == session_event::type::error) {
+            failed = ev.error;
+            return false;
+        }
+        if (ev.kind != session_event::type::idle) on_event(ev);
+        return true;
+    });
+    if (failed) raise(*failed);
+    if (!finished) client_went_away();
+}
+
+bool generation_session::run_stream(stream_writer & w, const std::function<std::string(const rc::error &)> & error_chunk,
+                                    const std::function<bool(const session_event &)> & on_event) {
+    return run([&w] { return w.alive(); }, [&](const session_event & ev) {
+        switch (ev.kind) {
+            case session_event::type::idle: return w.idle();
+            case session_event::type::error:
+                w.write(error_chunk(ev.error));  // the stream's last chunk: nothing follows it
+                return false;
+            default: return on_event(ev);
+        }
+    });
+}
+
 void generation_session::cancel_and_drain() {
     for (auto & c : choices_) {
         if (!c.finished) c.channel->cancel();

@@ -23,6 +23,7 @@
 #include "api/api_context.h"
 #include "api/chat_output.h"
 #include "api/generation_meter.h"
+#include "api/stream_writer.h"
 #include "engine/chat_format.h"
 #include "engine/engine.h"
 #include "models/model_manager.h"
@@ -102,6 +103,17 @@ class generation_session {
     // asked every client_check; when it says no, or `on_event` returns false, the rest is cancelled
     // (the engine frees their sequences at its next step) and run returns false.
     bool run(const std::function<bool()> & client_alive, const std::function<bool(const session_event &)> & on_event);
+
+    // How routes use run(). A reply sent whole: the request's connection is the client; an error
+    // event is thrown as its api_error, a client that left as client_went_away(). `on_event` sees
+    // delta and done events.
+    void run_whole(const http_request & req, const std::function<void(const session_event &)> & on_event);
+    // A streamed reply: `w`'s connection is the client; quiet spells become the stream's
+    // keep-alives; an error event is written as `error_chunk` shapes it and ends the stream.
+    // `on_event` sees delta and done events and returns false once a write failed. True when
+    // every choice ended (the stream may be closed properly).
+    bool run_stream(stream_writer & w, const std::function<std::string(const rc::error &)> & error_chunk,
+                    const std::function<bool(const session_event &)> & on_event);
 
     size_t choices() const { return choices_.size(); }
     bool streaming() const { return stream_; }

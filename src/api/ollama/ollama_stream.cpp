@@ -79,25 +79,16 @@ http_response respond_whole(generation_session & s, const reply_options & o, con
     const common_chat_msg * msg = nullptr;
     engine::finish_reason finish = engine::finish_reason::stop;
     engine::usage_stats usage;
-    std::optional<rc::error> failed;
-    bool finished = s.run(req.client_gone ? [&] { return !req.client_gone(); } : std::function<bool()>(), [&](const session_event & ev) {
-        switch (ev.kind) {
-            case session_event::type::delta:
-                collect_tokens(ev, generated);
-                if (o.logprobs) choices.insert(choices.end(), ev.tokens.begin(), ev.tokens.end());
-                return true;
-            case session_event::type::done:
-                msg = ev.message;
-                finish = ev.finish;
-                usage = ev.usage;
-                return true;
-            case session_event::type::error: failed = ev.error; return false;
-            case session_event::type::idle: return true;
+    s.run_whole(req, [&](const session_event & ev) {
+        if (ev.kind == session_event::type::delta) {
+            collect_tokens(ev, generated);
+            if (o.logprobs) choices.insert(choices.end(), ev.tokens.begin(), ev.tokens.end());
+            return;
         }
-        return true;
+        msg = ev.message;
+        finish = ev.finish;
+        usage = ev.usage;
     });
-    if (failed) raise(*failed);
-    if (!finished || !msg) client_went_away();
     json out = head(o);
     if (o.shape == reply_shape::chat) {
         json m = chat_message(msg->content, msg->reasoning_content);
@@ -119,28 +110,21 @@ http_response respond_stream(std::shared_ptr<generation_session> s, reply_option
         const common_chat_msg * msg = nullptr;
         engine::finish_reason finish = engine::finish_reason::stop;
         engine::usage_stats usage;
-        bool finished = s->run([&w] { return w.alive(); }, [&](const session_event & ev) {
-            switch (ev.kind) {
-                case session_event::type::delta: {
-                    collect_tokens(ev, generated);
-                    // A line per event that shows something; logprobs travel with the event that produced
-                    // them even while the parser holds its text back.
-                    bool with_logprobs = o.logprobs && !ev.tokens.empty();
-                    if (ev.delta.content.empty() && ev.delta.reasoning.empty() && !with_logprobs) return true;
-                    json lp = with_logprobs ? logprobs_json(ev.tokens) : json();
-                    return w.write(lines->partial(ev.delta.content, ev.delta.reasoning, with_logprobs ? &lp : nullptr));
-                }
-                case session_event::type::done:
-                    msg = ev.message;
-                    finish = ev.finish;
-                    usage = ev.usage;
-                    return true;
-                case session_event::type::error:
-                    w.write(stream_error(dialect::ollama, ev.error));
-                    return false;
-                case session_event::type::idle: return w.idle();
+        auto ollama_error = [](const rc::error & e) { return stream_error(dialect::ollama, e); };
+        bool finished = s->run_stream(w, ollama_error, [&](const session_event & ev) {
+            if (ev.kind == session_event::type::done) {
+                msg = ev.message;
+                finish = ev.finish;
+                usage = ev.usage;
+                return true;
             }
-            return true;
+            collect_tokens(ev, generated);
+            // A line per event that shows something; logprobs travel with the event that produced
+            // them even while the parser holds its text back.
+            bool with_logprobs = o.logprobs && !ev.tokens.empty();
+            if (ev.delta.content.empty() && ev.delta.reasoning.empty() && !with_logprobs) return true;
+            json lp = with_logprobs ? logprobs_json(ev.tokens) : json();
+            return w.write(lines->partial(ev.delta.content, ev.delta.reasoning, with_logprobs ? &lp : nullptr));
         });
         if (!finished || !msg) return;
         if (o.shape == reply_shape::chat && !msg->tool_calls.empty()) {

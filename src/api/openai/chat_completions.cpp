@@ -115,28 +115,18 @@ http_response respond_whole(generation_session & s, const chat_reply & reply, co
     std::vector<json> choices(s.choices());
     std::vector<json> logprobs(s.choices(), json::array());
     engine::usage_stats total;
-    std::optional<rc::error> failed;
-    bool finished = s.run(req.client_gone ? [&] { return !req.client_gone(); } : std::function<bool()>(), [&](const session_event & ev) {
-        switch (ev.kind) {
-            case session_event::type::delta:
-                if (reply.logprobs) add_logprobs(logprobs[ev.choice], ev.tokens);
-                return true;
-            case session_event::type::done: {
-                json c = {{"index", ev.choice}, {"message", message_json(*ev.message)}, {"finish_reason", finish_name(ev.finish, *ev.message)}};
-                c["logprobs"] = reply.logprobs ? json{{"content", std::move(logprobs[ev.choice])}} : json(nullptr);
-                choices[ev.choice] = std::move(c);
-                total.prompt_tokens = ev.usage.prompt_tokens;  // every choice has the same prompt
-                total.cached_tokens = ev.usage.cached_tokens;
-                total.completion_tokens += ev.usage.completion_tokens;
-                return true;
-            }
-            case session_event::type::error: failed = ev.error; return false;
-            case session_event::type::idle: return true;
+    s.run_whole(req, [&](const session_event & ev) {
+        if (ev.kind == session_event::type::delta) {
+            if (reply.logprobs) add_logprobs(logprobs[ev.choice], ev.tokens);
+            return;
         }
-        return true;
+        json c = {{"index", ev.choice}, {"message", message_json(*ev.message)}, {"finish_reason", finish_name(ev.finish, *ev.message)}};
+        c["logprobs"] = reply.logprobs ? json{{"content", std::move(logprobs[ev.choice])}} : json(nullptr);
+        choices[ev.choice] = std::move(c);
+        total.prompt_tokens = ev.usage.prompt_tokens;  // every choice has the same prompt
+        total.cached_tokens = ev.usage.cached_tokens;
+        total.completion_tokens += ev.usage.completion_tokens;
     });
-    if (failed) raise(*failed);
-    if (!finished) client_went_away();
     json out = {{"id", make_id("chatcmpl")}, {"object", "chat.completion"}, {"created", unix_now()},
                 {"model", reply.model}, {"system_fingerprint", "rustycage"}, {"choices", std::move(choices)}, {"usage", usage_json(total)}};
     http_response r;
@@ -160,24 +150,18 @@ http_response respond_stream(std::shared_ptr<generation_session> s, chat_reply r
             return lp;
         };
         engine::usage_stats total;
-        bool finished = s->run([&w] { return w.alive(); }, [&](const session_event & ev) {
-            switch (ev.kind) {
-                case session_event::type::delta:
-                    if (reply.logprobs) add_logprobs(pending_logprobs[ev.choice], ev.tokens);
-                    if (ev.delta.empty()) return true;
-                    return w.write(chunks.choice({{"index", ev.choice}, {"delta", delta_json(ev.delta)}, {"logprobs", logprobs_of(ev.choice)}, {"finish_reason", nullptr}}));
-                case session_event::type::done:
-                    total.prompt_tokens = ev.usage.prompt_tokens;
-                    total.cached_tokens = ev.usage.cached_tokens;
-                    total.completion_tokens += ev.usage.completion_tokens;
-                    return w.write(chunks.choice({{"index", ev.choice}, {"delta", json::object()}, {"logprobs", logprobs_of(ev.choice)},
-                                                  {"finish_reason", finish_name(ev.finish, *ev.message)}}));
-                case session_event::type::error:
-                    w.write(stream_error(dialect::openai, ev.error));
-                    return false;
-                case session_event::type::idle: return w.idle();
+        auto openai_error = [](const rc::error & e) { return stream_error(dialect::openai, e); };
+        bool finished = s->run_stream(w, openai_error, [&](const session_event & ev) {
+            if (ev.kind == session_event::type::delta) {
+                if (reply.logprobs) add_logprobs(pending_logprobs[ev.choice], ev.tokens);
+                if (ev.delta.empty()) return true;
+                return w.write(chunks.choice({{"index", ev.choice}, {"delta", delta_json(ev.delta)}, {"logprobs", logprobs_of(ev.choice)}, {"finish_reason", nullptr}}));
             }
-            return true;
+            total.prompt_tokens = ev.usage.prompt_tokens;
+            total.cached_tokens = ev.usage.cached_tokens;
+            total.completion_tokens += ev.usage.completion_tokens;
+            return w.write(chunks.choice({{"index", ev.choice}, {"delta", json::object()}, {"logprobs", logprobs_of(ev.choice)},
+                                          {"finish_reason", finish_name(ev.finish, *ev.message)}}));
         });
         if (!finished) return;
         const json usage = usage_json(total);

@@ -80,25 +80,16 @@ http_response respond_whole(generation_session & s, const completion_reply & rep
     std::vector<std::vector<engine::token_choice>> tokens(s.choices());
     std::vector<json> choices(s.choices());
     engine::usage_stats total;
-    std::optional<rc::error> failed;
-    bool finished = s.run(req.client_gone ? [&] { return !req.client_gone(); } : std::function<bool()>(), [&](const session_event & ev) {
-        switch (ev.kind) {
-            case session_event::type::delta:
-                if (reply.logprobs) tokens[ev.choice].insert(tokens[ev.choice].end(), ev.tokens.begin(), ev.tokens.end());
-                return true;
-            case session_event::type::done:
-                choices[ev.choice] = {{"index", ev.choice}, {"text", echo[ev.choice] + ev.message->content},
-                                      {"logprobs", reply.logprobs ? legacy_logprobs(tokens[ev.choice], echo[ev.choice].size()) : json(nullptr)},
-                                      {"finish_reason", finish_name(ev.finish)}};
-                add_usage(total, ev.usage);
-                return true;
-            case session_event::type::error: failed = ev.error; return false;
-            case session_event::type::idle: return true;
+    s.run_whole(req, [&](const session_event & ev) {
+        if (ev.kind == session_event::type::delta) {
+            if (reply.logprobs) tokens[ev.choice].insert(tokens[ev.choice].end(), ev.tokens.begin(), ev.tokens.end());
+            return;
         }
-        return true;
+        choices[ev.choice] = {{"index", ev.choice}, {"text", echo[ev.choice] + ev.message->content},
+                              {"logprobs", reply.logprobs ? legacy_logprobs(tokens[ev.choice], echo[ev.choice].size()) : json(nullptr)},
+                              {"finish_reason", finish_name(ev.finish)}};
+        add_usage(total, ev.usage);
     });
-    if (failed) raise(*failed);
-    if (!finished) client_went_away();
     http_response r;
     r.body = dump(json{{"id", make_id("cmpl")}, {"object", "text_completion"}, {"created", unix_now()},
                        {"model", reply.model}, {"choices", std::move(choices)}, {"usage", usage_json(total)}});
@@ -116,19 +107,12 @@ http_response respond_stream(std::shared_ptr<generation_session> s, completion_r
             if (!echo[i].empty() && !w.write(chunk(i, echo[i], nullptr, nullptr))) return;
         }
         engine::usage_stats total;
-        bool finished = s->run([&w] { return w.alive(); }, [&](const session_event & ev) {
-            switch (ev.kind) {
-                case session_event::type::delta:
-                    return w.write(chunk(ev.choice, ev.delta.content, reply.logprobs ? legacy_logprobs(ev.tokens, 0) : json(nullptr), nullptr));
-                case session_event::type::done:
-                    add_usage(total, ev.usage);
-                    return w.write(chunk(ev.choice, "", nullptr, finish_name(ev.finish)));
-                case session_event::type::error:
-                    w.write(stream_error(dialect::openai, ev.error));
-                    return false;
-                case session_event::type::idle: return w.idle();
-            }
-            return true;
+        auto openai_error = [](const rc::error & e) { return stream_error(dialect::openai, e); };
+        bool finished = s->run_stream(w, openai_error, [&](const session_event & ev) {
+            if (ev.kind == session_event::type::delta)
+                return w.write(chunk(ev.choice, ev.delta.content, reply.logprobs ? legacy_logprobs(ev.tokens, 0) : json(nullptr), nullptr));
+            add_usage(total, ev.usage);
+            return w.write(chunk(ev.choice, "", nullptr, finish_name(ev.finish)));
         });
         if (!finished) return;
         const json usage = usage_json(total);

@@ -167,17 +167,9 @@ void read_text_format(const json & body, engine::chat_input & in) {
 
 http_response respond_whole(generation_session & s, const response_echo & echo, const http_request & req) {
     json out;
-    std::optional<rc::error> failed;
-    bool finished = s.run(req.client_gone ? [&] { return !req.client_gone(); } : std::function<bool()>(), [&](const session_event & ev) {
-        if (ev.kind == session_event::type::error) {
-            failed = ev.error;
-            return false;
-        }
+    s.run_whole(req, [&](const session_event & ev) {
         if (ev.kind == session_event::type::done) out = response_json(echo, ev.finish, *ev.message, ev.usage);
-        return true;
     });
-    if (failed) raise(*failed);
-    if (!finished) client_went_away();
     http_response r;
     r.body = dump(out);
     return r;
@@ -187,11 +179,11 @@ http_response respond_stream(std::shared_ptr<generation_session> s, response_ech
     return streamed_response("text/event-stream", sse_keep_alive, [s, echo](stream_writer & w) {
         responses_stream events(echo);
         if (!w.write(events.start())) return;
-        bool finished = s->run([&w] { return w.alive(); }, [&](const session_event & ev) {
-            if (ev.kind == session_event::type::idle) return w.idle();
+        // A failure once streaming is response.failed, never a response.completed.
+        auto failed = [&](const rc::error & e) { return events.fail(e); };
+        bool finished = s->run_stream(w, failed, [&](const session_event & ev) {
             std::string bytes = events.on_event(ev);
-            if (!bytes.empty() && !w.write(bytes)) return false;
-            return !events.failed();
+            return bytes.empty() || w.write(bytes);
         });
         if (finished) w.write(events.finish());
     });

@@ -78,14 +78,16 @@ std::string responses_stream::on_event(const session_event & ev) {
             finish_ = ev.finish;
             usage_ = ev.usage;
             return {};
-        case session_event::type::error: {
-            failed_ = true;
-            json error = {{"code", errc_name(ev.error.code)}, {"message", ev.error.message}};
-            return event("response.failed", {{"response", response_object(id_, echo_, "failed", json::array(), usage_of(usage_), std::move(error))}});
-        }
+        case session_event::type::error: return fail(ev.error);
         case session_event::type::idle: return {};
     }
     return {};
+}
+
+std::string responses_stream::fail(const rc::error & err) {
+    failed_ = true;
+    json error = {{"code", errc_name(err.code)}, {"message", err.message}};
+    return event("response.failed", {{"response", response_object(id_, echo_, "failed", json::array(), usage_of(usage_), std::move(error))}});
 }
 
 std::string responses_stream::finish() {

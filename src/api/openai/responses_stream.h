@@ -29,7 +29,8 @@ class responses_stream {
 
     std::string start();                            // response.created, response.in_progress
     std::string on_event(const session_event & ev); // what `ev` shows ("" for nothing; idle is the caller's)
-    bool failed() const { return failed_; }         // an error event was mapped: the stream is over
+    std::string fail(const rc::error & err);        // response.failed: the stream is over
+    bool failed() const { return failed_; }
     std::string finish();                           // after the done event: closing events, response.completed
 
   private:
