@@ -68,8 +68,8 @@ http_response tokenize(api_context & ctx, const http_request & req) {
     auto tokens = model.tokenize(*content, add_special, true);
     content.reset();
     http_response r;
-    r.body.reserve(tokens.size() * (with_pieces ? 24 : 7) + 16);
     r.body = "{\"tokens\":[";
+    r.body.reserve(tokens.size() * (with_pieces ? 24 : 7) + 16);
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (i) r.body += ',';
         if (!with_pieces) {

@@ -5,7 +5,6 @@
 
 #include "api/api_error.h"
 #include "api/model_facts.h"
-#include "api/ollama/keep_alive.h"
 #include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_routes.h"
 #include "util/safe_quote.h"

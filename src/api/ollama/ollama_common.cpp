@@ -3,7 +3,6 @@
 #include <ctime>
 
 #include "api/api_error.h"
-#include "api/ollama/keep_alive.h"
 #include "api/generation_session.h"
 #include "util/log.h"
 #include "util/safe_quote.h"
