@@ -63,23 +63,24 @@ void server_metrics::collect_models(const models::model_manager & models) {
     auto * total = registry.add_collected("rustycage_kv_cells_capacity", "KV cells of the model's context.", metric_type::gauge, {"model"}).value();
     auto * loaded = registry.add_collected("rustycage_models_loaded", "Models loaded and serving.", metric_type::gauge).value();
     registry.add_collector([&models, queue, running, used, total, loaded](metrics::scrape_sink & s) {
-        auto all = models.loaded();
-        s.add(*loaded, {}, static_cast<double>(all.size()));
-        for (const auto & m : all) {
-            if (!m.engine) continue;
-            auto st = m.engine->stats();
+        size_t n = 0;
+        models.visit_loaded([&](const models::loaded_model & m, const engine::engine & e) {
+            ++n;
+            auto st = e.stats();
             s.add(*queue, {m.name}, st.queued);
             s.add(*running, {m.name}, st.running);
-            if (m.engine->is_embedding()) continue;  // encoders keep no KV cache
+            if (e.is_embedding()) return;  // encoders keep no KV cache
             s.add(*used, {m.name}, st.kv_cells_used);
             s.add(*total, {m.name}, st.n_ctx);
-        }
+        });
+        s.add(*loaded, {}, static_cast<double>(n));
     });
     collect_kv_tiers(models);
 }
 
 // The KV tiers' counters live in each engine's kv_manager: collected at scrape time, so a model's
-// series end when it is unloaded (a series that stops is not a counter reset).
+// series end when it is unloaded (a series that stops is not a counter reset). A scrape holds no
+// model: it visits the loaded ones under the manager's lock.
 void server_metrics::collect_kv_tiers(const models::model_manager & models) {
     using metrics::metric_type;
     auto add = [&](const char * name, const char * help, metric_type t, std::vector<std::string> labels) {
@@ -104,11 +105,11 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
     auto * blocks = add("rustycage_kv_tier_blocks", "KV blocks held in a tier.", metric_type::gauge, {"model", "tier"});
     registry.add_collector([&models, cached, tokens, moves, move_bytes, evictions, corrupt, promotion_seconds, bytes, budget,
                             blocks](metrics::scrape_sink & s) {
-        for (const auto & m : models.loaded()) {
-            if (!m.engine || m.engine->is_embedding()) continue;
-            s.add(*cached, {m.name}, m.engine->stats().kv_cells_cached);
-            kv::kv_manager * kv = m.engine->kv();
-            if (!kv) continue;
+        models.visit_loaded([&](const models::loaded_model & m, const engine::engine & e) {
+            if (e.is_embedding()) return;
+            s.add(*cached, {m.name}, e.stats().kv_cells_cached);
+            kv::kv_manager * kv = e.kv();
+            if (!kv) return;
             auto & st = kv->stats();
             for (int i = 0; i < 4; ++i) {
                 s.add(*tokens, {m.name, kv::source_names[i]}, static_cast<double>(st.prompt_tokens[i].load()));
@@ -133,7 +134,7 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
             s.add(*budget, {m.name, "disk"}, kv->disk_enabled() ? static_cast<double>(o.disk_budget) : 0.0);
             s.add(*blocks, {m.name, "host"}, static_cast<double>(kv->host_blocks()));
             s.add(*blocks, {m.name, "disk"}, static_cast<double>(kv->disk_blocks()));
-        }
+        });
     });
 }
 

@@ -28,10 +28,10 @@
 //
 // Why the per-model counters are counted from events and not read from engine_stats: an engine's
 // counters die with it, so a model unload (or an unload + reload) would make a scraped counter drop,
-// which Prometheus reads as a restart. Counted here instead (generation_meter in generation_pump.h,
-// at the terminal event each route's pump sees), they live as long as the process and never go
-// backwards. A route counts here only when it pumps with a generation_meter. The gauges are read
-// from the engines at scrape time, so they cannot go stale.
+// which Prometheus reads as a restart. Counted here instead (generation_meter in generation_meter.h,
+// at the terminal event the session sees), they live as long as the process and never go
+// backwards. Every generation and embedding counts here (generation_session and run_embeddings meter
+// each request). The gauges are read from the engines at scrape time, so they cannot go stale.
 #include <string>
 
 #include "metrics/registry.h"

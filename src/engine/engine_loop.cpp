@@ -18,8 +18,7 @@ double ms_between(steady::time_point a, steady::time_point b) {
 void send_error(request_channel & ch, errc code, const std::string & message) {
     generation_event ev;
     ev.kind = generation_event::type::error;
-    ev.error_code = errc_name(code);
-    ev.error_message = message;
+    ev.error = make_error(code, message);
     ch.push(std::move(ev));
 }
 

@@ -28,7 +28,7 @@ TEST(engine, greedy_output_alone_equals_output_among_eight_concurrent) {
     std::vector<std::vector<llama_token>> alone;
     for (const auto & p : prompts) {
         auto r = collect(*submit_ok(*e, greedy(e->model(), p, 24)));
-        ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+        ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error.message;
         ASSERT_EQ(r.tokens.size(), 24u) << "greedy output should not hit end-of-generation this early";
         alone.push_back(r.tokens);
     }

@@ -40,7 +40,7 @@ class kv_snapshots : public ::testing::Test {
         r.sampling.temperature = 0;
         r.max_tokens = max_tokens;
         auto out = collect(*submit_ok(e, r));
-        EXPECT_EQ(out.done.kind, engine::generation_event::type::done) << out.done.error_message;
+        EXPECT_EQ(out.done.kind, engine::generation_event::type::done) << out.done.error.message;
         return out;
     }
     std::vector<llama_token> tokens(engine::engine & e, const std::string & text) { return e.model().tokenize(text, true, false); }

@@ -55,7 +55,7 @@ class kv_tiers : public ::testing::Test {
     static std::vector<llama_token> tokens(engine::engine & e, const std::string & text) { return e.model().tokenize(text, true, false); }
     static run_result run(engine::engine & e, const std::vector<llama_token> & prompt, int max_tokens = 12, const std::string & salt = "") {
         auto r = collect(*submit_ok(e, req(prompt, max_tokens, salt)));
-        EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+        EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error.message;
         return r;
     }
     static uint64_t tokens_from(engine::engine & e, kv::source s) { return e.kv()->stats().prompt_tokens[static_cast<int>(s)].load(); }
@@ -172,7 +172,7 @@ TEST_F(kv_tiers, interleaved_sequences_in_a_fragmented_cell_pool_restore_identic
             if (running.size() == 4 || k == 9) {
                 for (auto & [idx, ch] : running) {
                     auto r = collect(*ch);
-                    ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+                    ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error.message;
                     EXPECT_EQ(r.tokens, ref[idx]) << "conversation " << idx << " round " << round;
                 }
                 running.clear();
@@ -275,7 +275,7 @@ TEST_F(kv_tiers, conversations_far_beyond_the_cell_pool_are_served_in_turns) {
                 convo[c].insert(convo[c].end(), fresh.begin(), fresh.end());
             }
             auto r = run(*e, convo[c], 16);
-            ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << " turn " << turn << ": " << r.done.error_message;
+            ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << " turn " << turn << ": " << r.done.error.message;
             if (turn > 0) {
                 int recomputed = r.done.usage.prompt_tokens - r.done.usage.cached_tokens;
                 EXPECT_LE(recomputed, static_cast<int>(fresh.size()) + 1) << "conversation " << c << " turn " << turn;

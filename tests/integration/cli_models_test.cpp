@@ -35,7 +35,7 @@ using json = nlohmann::json;
 
 #include "child_process.h"
 #include "hub/fake_hub.h"
-#include "server_process.h"
+#include "support/server_process.h"
 
 namespace {
 
@@ -438,6 +438,32 @@ int unused_port() {
     getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
     close(fd);
     return ntohs(addr.sin_port);
+}
+
+// The Hub's verdict reaches an API client as the Hub gave it: a refused pull of a gated repository
+// is a 401 that says what to do about HF_TOKEN (it was a 400 while the hub module had no codes for it).
+TEST_F(cli_models, a_pull_the_hub_refuses_answers_with_the_hubs_status) {
+    REQUIRE_HUB();
+    hub()->control({{"requireToken", "hf_needed_0123456789"}});
+    // The server reads HF_ENDPOINT / HF_TOKEN from its environment, inherited at spawn.
+    const char * saved_token = std::getenv("HF_TOKEN");
+    const std::string token_before = saved_token ? saved_token : "";
+    setenv("HF_ENDPOINT", hub()->endpoint().c_str(), 1);
+    unsetenv("HF_TOKEN");
+    rc::test::server_process server({{"demo", model_file("tiny-chat")}});
+    unsetenv("HF_ENDPOINT");
+    if (saved_token) setenv("HF_TOKEN", token_before.c_str(), 1);
+    ASSERT_TRUE(server.started());
+    httplib::Client c("127.0.0.1", server.ollama_port());
+    c.set_read_timeout(60);
+    auto r = c.Post("/api/pull", json{{"model", k_q8_name}, {"stream", false}}.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << r->body;
+    EXPECT_TRUE(contains(r->body, "HF_TOKEN")) << r->body;
+    httplib::Client openai("127.0.0.1", server.openai_port());
+    auto again = openai.Post("/api/pull", json{{"model", k_q8_name}, {"stream", false}}.dump(), "application/json");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 401);
 }
 
 TEST_F(cli_models, ps_without_a_server_says_so) {

@@ -10,7 +10,7 @@
 #include <regex>
 #include <thread>
 
-#include "server_process.h"
+#include "support/server_process.h"
 #include "test_models.h"
 
 using json = nlohmann::json;
@@ -74,7 +74,7 @@ TEST(kv_durability, kill_9_during_write_back_then_corruption_is_never_served) {
             for (fs::directory_iterator it(kv_dir, ec), end; !ec && it != end; it.increment(ec)) ++n;
             return n;
         };
-        ASSERT_TRUE(rc::test::eventually_true([&] { return files() > 40; }));
+        ASSERT_TRUE(rc::test::poll_until([&] { return files() > 40; }));
         s.stop(SIGKILL);
         stop = true;
         for (auto & t : load) t.join();
@@ -130,7 +130,7 @@ TEST(kv_prefetch, a_prefetched_conversation_resumes_from_host_ram_after_a_restar
         ASSERT_TRUE(s.started());
         before = complete(s.openai_port(), conversation + " and then");
         ASSERT_NE(before, "<error>");
-        ASSERT_TRUE(rc::test::eventually_true([&] { return metric(s.openai_port(), "rustycage_kv_tier_blocks", R"(model="demo",tier="disk")") >= 4; }));
+        ASSERT_TRUE(rc::test::poll_until([&] { return metric(s.openai_port(), "rustycage_kv_tier_blocks", R"(model="demo",tier="disk")") >= 4; }));
     }
     rc::test::server_process s(model, args);
     ASSERT_TRUE(s.started());
@@ -142,7 +142,7 @@ TEST(kv_prefetch, a_prefetched_conversation_resumes_from_host_ram_after_a_restar
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 202) << res->body;
     const std::string moved = R"(model="demo",from="disk",to="host")";
-    ASSERT_TRUE(rc::test::eventually_true([&] { return metric(s.openai_port(), "rustycage_kv_block_moves_total", moved) >= 4; }))
+    ASSERT_TRUE(rc::test::poll_until([&] { return metric(s.openai_port(), "rustycage_kv_block_moves_total", moved) >= 4; }))
         << "the blocks were read into host RAM before any request asked for them";
     // The request then finds them in host RAM: nothing waits for the disk.
     EXPECT_EQ(complete(s.openai_port(), conversation + " and then"), before);
