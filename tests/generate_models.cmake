@@ -4,10 +4,14 @@
 #   tiny-chat-q8   the same shape in Q8_0: with an F32 KV cache llama.cpp's CPU kernels are bit-exact
 #                  across batch shapes (integer dot products), so tests that demand bit-identical
 #                  greedy output across batch compositions use it
+#   tiny-chat-f32  the same shape in F32: not bit-exact across batch shapes or KV cell layouts, but off
+#                  by less than 1e-4 in logits (tiny-chat-q8 amplifies a one-ULP difference to tenths), so
+#                  tests that compare greedy output across different KV layouts use it (greedy_margin.h)
 #   tiny-embed     BERT embedding model
 #   tiny-mamba     recurrent (Mamba-1) chat model: per-sequence state instead of a KV cache
 file(MAKE_DIRECTORY ${OUT})
-foreach(spec "tiny-chat|--preset;tiny-chat" "tiny-chat-q8|--preset;tiny-chat;--type;q8_0" "tiny-embed|--preset;tiny-embed"
+foreach(spec "tiny-chat|--preset;tiny-chat" "tiny-chat-q8|--preset;tiny-chat;--type;q8_0"
+             "tiny-chat-f32|--preset;tiny-chat;--type;f32" "tiny-embed|--preset;tiny-embed"
              "tiny-mamba|--preset;tiny-mamba")
   string(REPLACE "|" ";" parts "${spec}")
   list(GET parts 0 name)
