@@ -138,7 +138,9 @@ TEST(kv_prefetch, a_prefetched_conversation_resumes_from_host_ram_after_a_restar
     auto bad = c.Post("/v1/kv/prefetch", R"({"model":"demo"})", "application/json");
     ASSERT_TRUE(bad);
     EXPECT_EQ(bad->status, 400);
-    auto res = c.Post("/v1/kv/prefetch", json{{"model", "demo"}, {"prompt", conversation}}.dump(), "application/json");
+    // The prompt about to be resent (a regenerate reuses all of it but its last token, so the block
+    // holding its end is needed too: the prompt-end alias, which survived the restart, names it).
+    auto res = c.Post("/v1/kv/prefetch", json{{"model", "demo"}, {"prompt", conversation + " and then"}}.dump(), "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 202) << res->body;
     const std::string moved = R"(model="demo",from="disk",to="host")";
