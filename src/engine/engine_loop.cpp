@@ -113,7 +113,8 @@ void engine::impl::calibrate_step_cost() {
         llama_memory_seq_rm(mem, scratch, -1, -1);
         return ret == 0 ? ms : -1.0;
     };
-    double warm = timed(1), one = timed(1), many = timed(k);
+    // The faster of two runs each: a busy machine only ever slows a run down.
+    const double warm = timed(1), one = std::min(timed(1), timed(1)), many = std::min(timed(k), timed(k));
     batch->clear();
     if (warm < 0 || one < 0 || many < 0) {
         rc::log::warn("engine", "step_cost_calibration_failed", {});
@@ -122,6 +123,7 @@ void engine::impl::calibrate_step_cost() {
     step_cost.calibrate(one, many, k);
     steps.cost_fixed_ms.store(step_cost.fixed_ms());
     steps.cost_per_token_ms.store(step_cost.per_token_ms());
+    steps.prefill_budget.store(prefill_budget_for(step_cost, opts.max_step_ms, 1, opts.prefill_chunk, chunk_align));
     rc::log::info("engine", "step_cost", {{"fixed_ms", step_cost.fixed_ms()}, {"per_token_ms", step_cost.per_token_ms()},
                                            {"max_step_ms", opts.max_step_ms},
                                            {"prefill_budget", prefill_budget_for(step_cost, opts.max_step_ms, 1, opts.prefill_chunk, chunk_align)}});

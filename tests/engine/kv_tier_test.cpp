@@ -208,6 +208,29 @@ TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) 
     EXPECT_EQ(e->kv_stats().prompt_tokens.disk, static_cast<uint64_t>(all_but_last(a.size())));
 }
 
+// --kv-write-through: a request's "done" arrives once its blocks are on disk (the engine thread
+// itself never waits for the disk: the I/O pool sends the event).
+TEST_F(kv_tiers, write_through_reports_done_only_once_the_blocks_are_on_disk) {
+    engine::engine_options o;
+    o.n_ctx = 4096;
+    o.kv_type = GGML_TYPE_F32;
+    o.kv.block_size = 16;
+    o.kv.disk_dir = disk_dir;
+    o.kv.disk_budget = 64u << 20;
+    o.kv.write_through = true;
+    auto e = start_engine("tiny-chat-q8", o);
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    for (int i = 0; i < 3; ++i) {
+        auto p = a;
+        p.push_back(static_cast<llama_token>(1000 + i));
+        run(*e, p, 20);
+        // No waiting here: the blocks of the conversation just finished are already files.
+        const size_t expected = (p.size() + 19) / 16 + ((p.size() + 19) % 16 ? 1 : 0);
+        EXPECT_GE(e->kv()->disk_blocks(), expected) << "conversation " << i;
+    }
+}
+
 TEST_F(kv_tiers, corrupted_disk_blocks_are_dropped_counted_and_never_served) {
     run_result first;
     std::vector<llama_token> a;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -26,7 +27,8 @@ class server_process {
         std::filesystem::create_directories(dir_ / "models");
         for (const auto & [name, src] : models) std::filesystem::create_symlink(src, dir_ / "models" / (name + ".gguf"));
         std::vector<std::string> args = {RC_RUSTYCAGE_BIN, "serve", "--openai-port", "0", "--ollama-port", "0",
-                                         "--models-dir", (dir_ / "models").string(), "--threads", "1", "--ctx-size", "4096"};
+                                         "--models-dir", (dir_ / "models").string(), "--threads", "1"};
+        if (std::find(extra_args.begin(), extra_args.end(), "--ctx-size") == extra_args.end()) args.insert(args.end(), {"--ctx-size", "4096"});
         args.insert(args.end(), extra_args.begin(), extra_args.end());
         start(args);
     }
