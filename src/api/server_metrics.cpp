@@ -78,7 +78,7 @@ void server_metrics::collect_models(const models::model_manager & models) {
     collect_kv_tiers(models);
 }
 
-// The KV tiers' counters live in each engine's kv_manager: collected at scrape time, so a model's
+// The KV planner's counters live in each engine (engine::kv_stats): collected at scrape time, so a model's
 // series end when it is unloaded (a series that stops is not a counter reset).
 void server_metrics::collect_kv_tiers(const models::model_manager & models) {
     using metrics::metric_type;
@@ -99,6 +99,10 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
     auto * promotion_seconds = add("rustycage_kv_promotion_seconds",
                                    "Time to bring one block up a tier, by source tier (host: restored into the context; disk: read and verified by the I/O pool).",
                                    metric_type::histogram, {"model", "source"});
+    auto * restore_seconds = add("rustycage_kv_restore_seconds",
+                                 "Time from admission until a request's reused prefix is in the context, by the slowest tier it came from "
+                                 "(disk: reads and restores overlap).",
+                                 metric_type::histogram, {"model", "source"});
     auto * bytes = add("rustycage_kv_tier_bytes", "Bytes of KV blocks held in a tier.", metric_type::gauge, {"model", "tier"});
     auto * budget = add("rustycage_kv_tier_budget_bytes", "Byte budget of a tier.", metric_type::gauge, {"model", "tier"});
     auto * blocks = add("rustycage_kv_tier_blocks", "KV blocks held in a tier.", metric_type::gauge, {"model", "tier"});
@@ -124,7 +128,7 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
         hs.sum = h.sum;
         return hs;
     };
-    registry.add_collector([&models, cached, tokens, moves, move_bytes, evictions, corrupt, promotion_seconds, bytes, budget, blocks,
+    registry.add_collector([&models, cached, tokens, moves, move_bytes, evictions, corrupt, promotion_seconds, restore_seconds, bytes, budget, blocks,
                             preemptions, missing, step_seconds, step_tokens, chunks, step_budget, histogram](metrics::scrape_sink & s) {
         for (const auto & m : models.loaded()) {
             if (!m.engine || m.engine->is_embedding()) continue;
@@ -147,6 +151,8 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
             s.add(*missing, {m.name}, static_cast<double>(st.missing_blocks));
             s.add_histogram(*promotion_seconds, {m.name, "host"}, histogram(st.promotion_host));
             s.add_histogram(*promotion_seconds, {m.name, "disk"}, histogram(st.promotion_disk));
+            s.add_histogram(*restore_seconds, {m.name, "host"}, histogram(st.restore_host));
+            s.add_histogram(*restore_seconds, {m.name, "disk"}, histogram(st.restore_disk));
             for (const auto & [tier, usage] : {std::pair{"host", st.host}, std::pair{"disk", st.disk}}) {
                 s.add(*bytes, {m.name, tier}, static_cast<double>(usage.bytes));
                 s.add(*budget, {m.name, tier}, static_cast<double>(usage.budget));

@@ -35,6 +35,7 @@ struct promotion {
         size_t delivered = 0;
     };
     std::shared_ptr<inbox> in = std::make_shared<inbox>();
+    steady::time_point started = steady::now();
 };
 
 // Step metrics (engine_stats): written by the engine thread, read by stats().

@@ -70,9 +70,12 @@ int engine::impl::restore_block(sequence & s, const kv::reuse_block & b, const k
 }
 
 void engine::impl::restore_from_host(sequence & s, const kv::reuse_plan & plan) {
+    if (plan.blocks.empty()) return;
+    auto t0 = steady::now();
     for (const auto & b : plan.blocks) {
         if (restore_block(s, b, tiers() ? tiers()->host_get(b.key) : nullptr) < b.keep) break;
     }
+    planner->stats().restore_host.observe(seconds_since(t0));
 }
 
 void engine::impl::start_promotion(std::unique_ptr<sequence> s, kv::reuse_plan plan) {
@@ -134,6 +137,7 @@ bool engine::impl::poll_promotions() {
         }
         if (stopped || (ended && p.next >= delivered)) {
             ledger.unreserve(p.reserved);
+            planner->stats().restore_disk.observe(seconds_since(p.started));
             ready_to_prefill(std::move(p.seq));
             it = promoting.erase(it);
             did = true;

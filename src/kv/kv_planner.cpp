@@ -80,6 +80,8 @@ kv_stats_snapshot kv_planner::snapshot() const {
     s.preemptions = stats_.preemptions.get();
     s.promotion_host = histogram_snapshot::of(stats_.promotion_host);
     s.promotion_disk = histogram_snapshot::of(stats_.promotion_disk);
+    s.restore_host = histogram_snapshot::of(stats_.restore_host);
+    s.restore_disk = histogram_snapshot::of(stats_.restore_disk);
     s.block_size = opts_.block_size;
     if (tiers_) {
         const auto & o = tiers_->options();

@@ -80,6 +80,8 @@ struct kv_stats_snapshot {
     uint64_t missing_blocks = 0;    // indexed disk blocks whose file vanished (removed by someone else)
     histogram_snapshot promotion_host;  // per block: restoring it from host RAM into the context
     histogram_snapshot promotion_disk;  // per block: reading and verifying it on the I/O pool
+    histogram_snapshot restore_host;    // per request: its prefix from host RAM into the context
+    histogram_snapshot restore_disk;    // per request: its prefix from disk into the context (reads and restores overlap)
     tier_usage host, disk;
     int block_size = 0;
 };
@@ -128,6 +130,7 @@ struct kv_stats {
     counter evicted_context, evicted_host, evicted_disk;
     counter preemptions;
     latency_histogram promotion_host{k_latency_bounds}, promotion_disk{k_latency_bounds};
+    latency_histogram restore_host{k_latency_bounds}, restore_disk{k_latency_bounds};
 
     void add_tokens(source s, uint64_t n) {
         switch (s) {
