@@ -9,18 +9,6 @@
 
 namespace rc::engine {
 
-namespace {
-
-void send_error(request_channel & ch, errc code, const std::string & message) {
-    generation_event ev;
-    ev.kind = generation_event::type::error;
-    ev.error_code = errc_name(code);
-    ev.error_message = message;
-    ch.push(std::move(ev));
-}
-
-}  // namespace
-
 int engine::impl::running_now() const {
     int n = static_cast<int>(promoting.size());
     for (const auto & s : active) n += s->live() ? 1 : 0;

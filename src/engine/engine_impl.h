@@ -21,6 +21,9 @@ namespace rc::engine {
 
 using pending_request = std::pair<generation_request, std::shared_ptr<request_channel>>;
 
+// Ends a request with an error event (engine_loop.cpp).
+void send_error(request_channel & ch, errc code, const std::string & message);
+
 // A request whose prefix is being restored from disk: the I/O pool hands over blocks one by one
 // (inbox), the engine restores each as it arrives, while the next is read.
 struct promotion {

@@ -15,14 +15,6 @@ double ms_between(steady::time_point a, steady::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-void send_error(request_channel & ch, errc code, const std::string & message) {
-    generation_event ev;
-    ev.kind = generation_event::type::error;
-    ev.error_code = errc_name(code);
-    ev.error_message = message;
-    ch.push(std::move(ev));
-}
-
 generation_event cancelled_event() {
     generation_event ev;
     ev.kind = generation_event::type::done;
@@ -31,6 +23,14 @@ generation_event cancelled_event() {
 }
 
 }  // namespace
+
+void send_error(request_channel & ch, errc code, const std::string & message) {
+    generation_event ev;
+    ev.kind = generation_event::type::error;
+    ev.error_code = errc_name(code);
+    ev.error_message = message;
+    ch.push(std::move(ev));
+}
 
 void engine::run() {
     auto & im = *impl_;
