@@ -7,6 +7,7 @@ packages=(
     build-essential cmake ninja-build ccache git pkg-config ca-certificates curl
     libssl-dev libcurl4-openssl-dev libsqlite3-dev
     libgtest-dev libgmock-dev libcli11-dev
+    libxxhash-dev     # XXH3 checksums of KV disk blocks
     prometheus        # promtool checks our /metrics exposition in the tests
     etcd-server etcd-client  # the fleet's coordination service (tests start real members; docs/FLEET.md)
     chromium fonts-dejavu-core  # the web console's browser tests (tests/ui/, headless)

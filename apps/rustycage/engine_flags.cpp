@@ -28,11 +28,12 @@ void add_engine_flags(CLI::App & cmd, engine_flags & f) {
     cmd.add_option("-t,--threads", f.engine.n_threads, "CPU threads for compute (0: all cores)")
         ->envname("RUSTYCAGE_THREADS")->check(CLI::Range(0, 1024))->capture_default_str();
     cmd.add_option("-b,--batch-size", f.engine.n_batch, "Tokens per decode step")->envname("RUSTYCAGE_BATCH_SIZE")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-    cmd.add_option("--prefill-chunk", f.engine.prefill_chunk, "Most prefill tokens per prompt per step while other requests decode")
+    cmd.add_option("--prefill-chunk", f.engine.prefill_chunk, "Most prefill tokens per step while other requests decode")
         ->envname("RUSTYCAGE_PREFILL_CHUNK")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-    cmd.add_option("--prefill-step-ms", f.engine.prefill_step_ms,
-                   "While others decode, prefill only what the measured speed fits in this many ms per step (0: off)")
-        ->envname("RUSTYCAGE_PREFILL_STEP_MS")->check(CLI::Range(0.0, 60000.0))->capture_default_str();
+    cmd.add_option("--max-step-ms,--prefill-step-ms", f.engine.max_step_ms,
+                   "While requests decode, a step (their tokens plus a prefill chunk) takes at most this long by the "
+                   "step cost model calibrated at load; bounds their token gaps (0: off)")
+        ->envname("RUSTYCAGE_MAX_STEP_MS")->check(CLI::Range(0.0, 60000.0))->capture_default_str();
     cmd.add_option("--gpu-layers", f.n_gpu_layers, "Layers to offload to a GPU backend (-1: all)")->envname("RUSTYCAGE_GPU_LAYERS")->capture_default_str();
     cmd.add_flag("--flash-attn", f.engine.flash_attn, "Use flash attention")->envname("RUSTYCAGE_FLASH_ATTN");
     cmd.add_option_function<std::string>(

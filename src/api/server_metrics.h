@@ -19,8 +19,11 @@
 //   rustycage_build_info{version,llama_commit}       gauge     always 1
 //   rustycage_kv_*                                   KV tiers (docs/KV_TIERING.md): prompt tokens by
 //                                                    source, block moves and bytes per tier pair,
-//                                                    evictions, corrupt blocks, promotions and their
-//                                                    time, bytes / budget / blocks per tier
+//                                                    evictions, preemptions, corrupt and missing blocks,
+//                                                    promotions and restores and their time, bytes /
+//                                                    budget / blocks per tier
+//   rustycage_engine_step_*, _prefill_*              scheduling: step time and tokens, prefill chunks,
+//                                                    the per-step prefill budget (docs/KV_TIERING.md)
 //
 // A "finished request" is one engine request: each choice of n, each prompt of a list, each input
 // of an embeddings batch (an embedding counts as `stop`). The capacity gauge is not called

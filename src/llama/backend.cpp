@@ -10,12 +10,19 @@
 namespace rc::llama {
 
 namespace {
+std::mutex g_observer_mutex;
+log_observer g_observer;
+
 void forward_log(ggml_log_level level, const char * text, void *) {
     // llama.cpp logs in fragments; a line ends with '\n'. Fragments of one line are rare and
     // harmless to print separately, so keep this stateless.
     std::string line(text ? text : "");
     while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
     if (line.empty()) return;
+    {
+        std::lock_guard lock(g_observer_mutex);
+        if (g_observer) g_observer(line);
+    }
     switch (level) {
         case GGML_LOG_LEVEL_ERROR: rc::log::error("llama.cpp", "log", {{"msg", line}}); break;
         case GGML_LOG_LEVEL_WARN: rc::log::warn("llama.cpp", "log", {{"msg", line}}); break;
@@ -23,6 +30,11 @@ void forward_log(ggml_log_level level, const char * text, void *) {
     }
 }
 }  // namespace
+
+void set_log_observer(log_observer observer) {
+    std::lock_guard lock(g_observer_mutex);
+    g_observer = std::move(observer);
+}
 
 void ensure_backend() {
     static std::once_flag once;

@@ -94,11 +94,11 @@ json kv_tiers_json(const engine::engine & e) {
     auto st = e.stats();
     json t = {{"context", {{"cells_used", st.kv_cells_used}, {"cells_cached", st.kv_cells_cached}, {"cells_total", st.n_ctx},
                            {"idle_conversations", st.idle_sequences}}}};
-    if (const kv::kv_manager * kv = e.kv()) {
-        const auto & o = kv->options();
-        t["block_size"] = o.block_size;
-        if (kv->host_enabled()) t["host"] = {{"bytes", kv->host_bytes()}, {"budget", o.host_budget}, {"blocks", kv->host_blocks()}};
-        if (kv->disk_enabled()) t["disk"] = {{"bytes", kv->disk_bytes()}, {"budget", o.disk_budget}, {"blocks", kv->disk_blocks()}};
+    if (e.kv()) {
+        const auto k = e.kv_stats();
+        t["block_size"] = k.block_size;
+        if (k.host.enabled) t["host"] = {{"bytes", k.host.bytes}, {"budget", k.host.budget}, {"blocks", k.host.blocks}};
+        if (k.disk.enabled) t["disk"] = {{"bytes", k.disk.bytes}, {"budget", k.disk.budget}, {"blocks", k.disk.blocks}};
     }
     return t;
 }
