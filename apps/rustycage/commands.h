@@ -39,5 +39,6 @@ void register_cp(CLI::App & app, std::function<int()> & action);
 void register_create(CLI::App & app, std::function<int()> & action);
 void register_search(CLI::App & app, std::function<int()> & action);
 void register_ps(CLI::App & app, std::function<int()> & action);
+void register_version(CLI::App & app, std::function<int()> & action);  // cli_version.cpp
 
 }  // namespace rc::cli
