@@ -7,8 +7,10 @@
 #
 #   install.sh [--offline TARBALL | --dist DIR | --url BASE] [--version V] [--flavour auto|cpu|vulkan|cuda]
 #              [--data-dir DIR] [--models auto|none|NAME...] [--fleet --etcd URL [--host-id ID]]
-#              [--no-start] [--root DIR] [--yes]
+#              [--no-start] [--stage] [--root DIR] [--yes]
 #   install.sh --uninstall [--purge] [--root DIR]
+# --stage unpacks the version into /opt/rustycage/<version> and stops there (current, units and the
+# running service untouched): a rollout stages ahead of time, then runs install.sh again to switch.
 #
 # See docs/INSTALL.md. Exit status: 0 done (or nothing to do), 1 failed, 2 bad usage.
 set -euo pipefail
@@ -34,6 +36,7 @@ start=true
 assume_yes=false
 uninstall=false
 purge=false
+stage_only=false
 
 say() { echo "[$PROG] $*"; }
 warn() { echo "[$PROG] warning: $*" >&2; }
@@ -55,6 +58,7 @@ while [ $# -gt 0 ]; do
         --etcd) etcd=${2:?--etcd needs a URL}; shift 2 ;;
         --host-id) host_id=${2:?--host-id needs an id}; shift 2 ;;
         --no-start) start=false; shift ;;
+        --stage) stage_only=true; shift ;;
         --root) root=${2:?--root needs a directory}; shift 2 ;;
         --yes|-y) assume_yes=true; shift ;;
         --uninstall) uninstall=true; shift ;;
@@ -337,6 +341,7 @@ install_tree() {
             note_change "installed rustycage $ART_VERSION ($ART_FLAVOUR) to /opt/rustycage/$ART_VERSION"
         fi
     fi
+    [ "$stage_only" = false ] || return 0
     PREVIOUS=$(readlink "$OPT/current" 2>/dev/null || true)
     if [ "$PREVIOUS" != "$ART_VERSION" ]; then
         ln -sfn "$ART_VERSION" "$OPT/.current.$$"
@@ -550,6 +555,10 @@ if ! "$UNPACKED/bin/rustycage" version --no-devices >/dev/null 2>&1 && [ -z "$ro
     die "the artifact's rustycage does not run on this host: $("$UNPACKED/bin/rustycage" version --no-devices 2>&1 | head -3)"
 fi
 install_tree
+if [ "$stage_only" = true ]; then
+    say "staged rustycage $ART_VERSION in /opt/rustycage/$ART_VERSION (current: $(readlink "$OPT/current" 2>/dev/null || echo none))"
+    exit 0
+fi
 ensure_user
 ensure_data_dir
 ensure_env_file

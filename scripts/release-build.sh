@@ -32,7 +32,7 @@ case "$flavour" in
         log "building in the bullseye root $root (nice ${RUSTYCAGE_NICE:-10})"
         scripts/release-chroot.sh exec "$root" --bind "$src:/src:ro" --bind "$llama_src:/llama-src:ro" -- \
             env RUSTYCAGE_LLAMA_SRC=/llama-src RUSTYCAGE_COMMIT="$commit" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" \
-            nice -n "${RUSTYCAGE_NICE:-10}" sh -ec '
+            nice -n "${RUSTYCAGE_NICE:-10}" sh -ec 'mkdir -p /build
                 cmake -S /src -B /build/rustycage -G Ninja -DCMAKE_BUILD_TYPE=Release \
                     -DRUSTYCAGE_LLAMA_FLAVOUR=release-cpu -DRUSTYCAGE_TESTS=OFF \
                     -DOPENSSL_USE_STATIC_LIBS=TRUE "-DCMAKE_EXE_LINKER_FLAGS='"$static_runtime"'" >/build/configure.log 2>&1 \

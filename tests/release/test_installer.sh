@@ -105,6 +105,10 @@ echo "RUSTYCAGE_API_KEYS=operator-secret" >>"$env"
 sed -i 's/^RUSTYCAGE_OPENAI_PORT=.*/RUSTYCAGE_OPENAI_PORT=18080/' "$env"
 env_sum=$(sha256sum <"$env")
 next=$(repack_as_version "$tarball" 9.9.9 "$work/dist2")
+# Staged first (a rollout's first step): the version is there, nothing else moved.
+out=$(install --offline "$next" --stage 2>&1) || fail "stage failed: $out"
+expect_file "$opt/9.9.9/bin/rustycage"
+expect_link "$opt/current" "$version"
 out=$(install --offline "$next" 2>&1) || fail "upgrade failed: $out"
 expect_out "current -> 9.9.9 (was $version)" "$out"
 expect_out "kept /etc/rustycage/rustycage.env" "$out"
