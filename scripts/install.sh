@@ -177,17 +177,23 @@ detect_host() {
     if [ -z "$NVIDIA_GPU" ] && command -v lspci >/dev/null 2>&1; then
         NVIDIA_GPU=$(lspci -nn 2>/dev/null | grep -iE 'vga|3d|display' | grep -i '\[10de:' | head -1 | sed 's/^[^ ]* //' || true)
     fi
-    # Vulkan: the loader and an ICD for a real GPU (lavapipe, Mesa's CPU device, does not count).
+    # Vulkan: the loader and a driver for a real GPU. Mesa installs its ICD files whatever the
+    # hardware, and lavapipe (Mesa's CPU device) does not count: vulkaninfo says what the devices are;
+    # without it, a GPU on the PCI bus plus a non-lavapipe ICD file has to do.
     VULKAN_LOADER=false; VULKAN_GPU_ICD=""
     if ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1'; then VULKAN_LOADER=true; fi
-    local icd
-    for icd in "$root"/usr/share/vulkan/icd.d/*.json "$root"/etc/vulkan/icd.d/*.json; do
-        [ -f "$icd" ] || continue
-        case "$(basename "$icd")" in lvp_icd*) ;; *) VULKAN_GPU_ICD="$(basename "$icd" .json)"; break ;; esac
-    done
     OTHER_GPU=""
     if command -v lspci >/dev/null 2>&1; then
-        OTHER_GPU=$(lspci -nn 2>/dev/null | grep -iE 'vga|3d|display' | grep -ivE '\[10de:|\[1af4:|\[1234:|\[1013:' | head -1 | sed 's/^[^ ]* //' || true)
+        OTHER_GPU=$(lspci -nn 2>/dev/null | grep -iE 'vga|3d|display' | grep -ivE '\[10de:|\[1af4:|\[1234:|\[1013:|\[15ad:' | head -1 | sed 's/^[^ ]* //' || true)
+    fi
+    if [ "$VULKAN_LOADER" = true ] && command -v vulkaninfo >/dev/null 2>&1; then
+        VULKAN_GPU_ICD=$(timeout 20 vulkaninfo --summary 2>/dev/null | awk '/deviceType/ && /GPU/ {gpu=1} gpu && /deviceName/ {sub(/.*= /, ""); print; exit}' || true)
+    elif [ -n "$OTHER_GPU" ]; then
+        local icd
+        for icd in "$root"/usr/share/vulkan/icd.d/*.json "$root"/etc/vulkan/icd.d/*.json; do
+            [ -f "$icd" ] || continue
+            case "$(basename "$icd")" in lvp_icd*) ;; *) VULKAN_GPU_ICD="$(basename "$icd" .json)"; break ;; esac
+        done
     fi
     say "host: $os, glibc $HOST_GLIBC, CPU $( [ $HOST_AVX512 = true ] && echo AVX-512 || { [ $HOST_AVX2 = true ] && echo AVX2 || echo 'without AVX2'; } )"
     [ -z "$NVIDIA_GPU" ] || say "NVIDIA GPU: $NVIDIA_GPU${NVIDIA_DRIVER:+, driver $NVIDIA_DRIVER}"

@@ -10,7 +10,8 @@
 #   metal        static, Metal backend (macOS)
 #   release-cpu  shared libraries with dynamically loaded backends (GGML_BACKEND_DL) and every x86 CPU
 #                variant (GGML_CPU_ALL_VARIANTS): one build picks its kernels at run time; libstdc++ and
-#                libgcc linked statically. What the CPU release artifact ships (scripts/release.sh).
+#                libgcc linked statically, no OpenMP. What the CPU release artifact ships (scripts/release.sh).
+# $RUSTYCAGE_LLAMA_CC / $RUSTYCAGE_LLAMA_CXX pick another compiler for a flavour's llama.cpp build.
 #   vulkan       shared + GGML_BACKEND_DL: libggml-vulkan.so and one portable CPU backend (AVX2 level)
 #   cuda         shared + GGML_BACKEND_DL: libggml-cuda.so (cudart linked statically) and one portable CPU
 #                backend; architectures from $RUSTYCAGE_CUDA_ARCHITECTURES (scripts/build-cuda.sh picks
@@ -90,7 +91,8 @@ flavour_flags() {
         cpu) ;;
         metal) FLAVOUR_FLAGS=(-DGGML_METAL=ON) ;;
         release-cpu)
-            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CPU_ALL_VARIANTS=ON
+            # ggml's own thread pool instead of OpenMP: no libgomp to ship or to find on the host.
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CPU_ALL_VARIANTS=ON -DGGML_OPENMP=OFF
                            "-DCMAKE_SHARED_LINKER_FLAGS=-static-libstdc++ -static-libgcc"
                            "-DCMAKE_EXE_LINKER_FLAGS=-static-libstdc++ -static-libgcc") ;;
         vulkan) FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_VULKAN=ON) ;;
@@ -105,6 +107,10 @@ flavour_flags() {
                            "-DCUDA_cudart_LIBRARY=$(dirname "$(dirname "$nvcc")")/lib64/libcudart_static.a") ;;
         *) die "unknown flavour '$1' (cpu, release-cpu, vulkan, cuda, metal)" ;;
     esac
+    # Another compiler for llama.cpp alone (the bullseye release build: gcc 10 lacks -mamx-tile and
+    # -mavxvnni, which the sapphirerapids and alderlake variants need; bullseye's clang 13 has them).
+    if [ -n "${RUSTYCAGE_LLAMA_CC:-}" ]; then FLAVOUR_FLAGS+=("-DCMAKE_C_COMPILER=$RUSTYCAGE_LLAMA_CC"); fi
+    if [ -n "${RUSTYCAGE_LLAMA_CXX:-}" ]; then FLAVOUR_FLAGS+=("-DCMAKE_CXX_COMPILER=$RUSTYCAGE_LLAMA_CXX"); fi
 }
 
 build_dir_name() {  # flavour

@@ -2,9 +2,10 @@
 # Builds Rustycage for a release artifact and prints "BUILD_DIR SYSROOT" (SYSROOT empty for host
 # builds) for scripts/release-package.sh.
 #
-#   scripts/release-build.sh cpu      inside the Debian bullseye build root (gcc 10, glibc 2.31):
-#                                     llama.cpp's release-cpu flavour (GGML_BACKEND_DL, every CPU
-#                                     variant), libstdc++/libgcc and OpenSSL's libcrypto static
+#   scripts/release-build.sh cpu      inside the Debian bullseye build root (glibc 2.31): our code with
+#                                     its gcc 10, llama.cpp's release-cpu flavour (GGML_BACKEND_DL, every
+#                                     CPU variant) with its clang 13 (gcc 10 lacks the AMX and AVX-VNNI
+#                                     flags); libstdc++ 10 / libgcc and OpenSSL's libcrypto static
 #   scripts/release-build.sh vulkan   on this host, build-vulkan/ (the dir `make test-vulkan` uses)
 #   scripts/release-build.sh cuda     on this host, build-cuda/ (scripts/build-cuda.sh picks the archs)
 #
@@ -32,6 +33,7 @@ case "$flavour" in
         log "building in the bullseye root $root (nice ${RUSTYCAGE_NICE:-10})"
         scripts/release-chroot.sh exec "$root" --bind "$src:/src:ro" --bind "$llama_src:/llama-src:ro" -- \
             env RUSTYCAGE_LLAMA_SRC=/llama-src RUSTYCAGE_COMMIT="$commit" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" \
+                RUSTYCAGE_LLAMA_CC=clang-13 RUSTYCAGE_LLAMA_CXX=clang++-13 \
             nice -n "${RUSTYCAGE_NICE:-10}" sh -ec 'mkdir -p /build
                 cmake -S /src -B /build/rustycage -G Ninja -DCMAKE_BUILD_TYPE=Release \
                     -DRUSTYCAGE_LLAMA_FLAVOUR=release-cpu -DRUSTYCAGE_TESTS=OFF \
