@@ -6,35 +6,24 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 namespace rc {
 
-inline std::string shortest_decimal(double v) {
-#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
+template <typename F>
+std::string shortest_decimal(F v) {
+    static_assert(std::is_same_v<F, float> || std::is_same_v<F, double>);
     char buf[64];
+#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
     auto r = std::to_chars(buf, buf + sizeof buf, v);
     return std::string(buf, r.ptr);
 #else
-    char buf[64];
-    for (int precision = 1; precision <= 17; ++precision) {
-        std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-        if (std::strtod(buf, nullptr) == v) break;
-    }
-    return buf;
-#endif
-}
-
-inline std::string shortest_decimal(float v) {
-#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
-    char buf[32];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
-#else
-    char buf[32];
-    for (int precision = 1; precision <= 9; ++precision) {
+    for (int precision = 1; precision <= std::numeric_limits<F>::max_digits10; ++precision) {
         std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(v));
-        if (std::strtof(buf, nullptr) == v) break;
+        const F back = std::is_same_v<F, float> ? std::strtof(buf, nullptr) : static_cast<F>(std::strtod(buf, nullptr));
+        if (back == v) break;
     }
     return buf;
 #endif
