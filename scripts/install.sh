@@ -325,6 +325,22 @@ choose_and_fetch() {
 # ---------------------------------------------------------------------------------------------
 # Installing
 # ---------------------------------------------------------------------------------------------
+# The one library the artifacts take from the host besides glibc (and the GPU driver's): libcurl,
+# for pulls. A runtime package, not a driver: installed with apt when missing, saying so.
+ensure_runtime_libs() {
+    if [ -n "$root" ]; then
+        ls "$root"/usr/lib/x86_64-linux-gnu/libcurl.so.4 "$root"/lib/x86_64-linux-gnu/libcurl.so.4 >/dev/null 2>&1 \
+            || warn "$root has no libcurl.so.4: install libcurl4 there before starting rustycage"
+        return
+    fi
+    ldconfig -p 2>/dev/null | grep -q 'libcurl.so.4 ' && return
+    command -v apt-get >/dev/null || die "libcurl.so.4 is missing: install your distribution's libcurl4 package"
+    say "installing libcurl4 (rustycage needs libcurl.so.4)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libcurl4 >/dev/null \
+        || die "apt-get install libcurl4 failed"
+    note_change "installed libcurl4"
+}
+
 install_tree() {
     local dest="$OPT/$ART_VERSION"
     mkdir -p "$OPT"
@@ -557,6 +573,7 @@ fi
 detect_host
 choose_and_fetch
 say "artifact: $(basename "$ARTIFACT") (rustycage $ART_VERSION, $ART_FLAVOUR${ART_GLIBC:+, glibc >= $ART_GLIBC})"
+ensure_runtime_libs
 if ! "$UNPACKED/bin/rustycage" version --no-devices >/dev/null 2>&1 && [ -z "$root" ]; then
     die "the artifact's rustycage does not run on this host: $("$UNPACKED/bin/rustycage" version --no-devices 2>&1 | head -3)"
 fi
