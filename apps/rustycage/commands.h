@@ -51,5 +51,6 @@ void register_ps(CLI::App & app, std::function<int()> & action);
 void register_agent(CLI::App & app, std::function<int()> & action);
 void register_fleet(CLI::App & app, std::function<int()> & action);
 void register_incidents(CLI::App & app, std::function<int()> & action);
+void register_version(CLI::App & app, std::function<int()> & action);  // cli_version.cpp
 
 }  // namespace rc::cli
