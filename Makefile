@@ -57,8 +57,13 @@ fleet-demo: build
 ASAN_BUILD   ?= build-asan
 ASAN_ARGS    := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=ON
 FUZZ_SECONDS ?= 60
+# The C++ suites (ctest) run instrumented; they drive the real server binary over HTTP, so the
+# request path runs under the sanitizers too. The npm client and browser suites, which check
+# protocol shapes rather than memory safety, run in `make test` only.
 sanitize:
-	@$(MAKE) test BUILD=$(ASAN_BUILD) CMAKE_ARGS="$(ASAN_ARGS)"
+	@$(MAKE) build BUILD=$(ASAN_BUILD) CMAKE_ARGS="$(ASAN_ARGS)"
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ctest --test-dir $(ASAN_BUILD) --output-on-failure -j 2 --timeout 900
 
 fuzz: setup
 	@scripts/fuzz.sh $(ASAN_BUILD) $(FUZZ_SECONDS)

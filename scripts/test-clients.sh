@@ -81,7 +81,10 @@ trap cleanup EXIT
 # Per-test timeout where node has the flag (20.11+); the suites carry a 30-minute backstop.
 opts=()
 if node --help 2>/dev/null | grep -q -- '--test-timeout'; then
-    opts+=(--test-timeout=600000)
+    # The soak runs SOAK_SECONDS by design: its timeout leaves it five minutes past that.
+    timeout_ms=600000
+    [ -n "${SOAK_SECONDS:-}" ] && timeout_ms=$(( (SOAK_SECONDS + 300) * 1000 > timeout_ms ? (SOAK_SECONDS + 300) * 1000 : timeout_ms ))
+    opts+=(--test-timeout=$timeout_ms)
 fi
 # node wants its options before the test files.
 files=()
