@@ -378,6 +378,7 @@ status agent::run() {
         triager_ = std::make_unique<triager>(*etcd_, *github_, keys_, t, [this] { return lease_.load(); }, [this] { return healthy_hosts(); });
     }
     rollout_host_options ro{opts_.host_id, opts_.data_dir, opts_.api_key, opts_.version, self_binary};
+    ro.ready_timeout = opts_.rollout_ready_timeout;
     rollout_host_hooks hooks;
     hooks.lease = [this] { return lease_.load(); };
     hooks.loaded_models = [this] {

@@ -60,6 +60,8 @@ struct agent_options {
     std::string triage_model;
     std::chrono::milliseconds triage_timeout{60000};
     outbox_options outbox;
+    // Cohort upgrades: how long a new server may take to be ready (side ports, then main ports).
+    std::chrono::milliseconds rollout_ready_timeout{120000};
 };
 
 class agent {

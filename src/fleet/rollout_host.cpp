@@ -170,7 +170,7 @@ std::string rollout_host::side_test(const rollout_record & r, const fs::path & v
         {
             std::lock_guard<std::mutex> lock(mu);
             if (!exited.empty()) {
-                why = "the new server exited on its side ports before it was ready (" + exited + ")";
+                why = "smoke test on side ports failed: the new server exited before it was ready (" + exited + ")";
                 break;
             }
         }
@@ -185,7 +185,9 @@ std::string rollout_host::side_test(const rollout_record & r, const fs::path & v
             break;
         }
         if (steady::now() > until) {
-            why = "the new server was not ready on its side ports within " + std::to_string(opts_.ready_timeout.count() / 1000) + " s";
+            why = "smoke test on side ports failed: the new server was not ready within " + std::to_string(opts_.ready_timeout.count() / 1000) + " s";
+            if (!snap.openai_url.empty())
+                if (auto p = probe_ready(snap.openai_url, opts_.smoke_timeout); !p.error.empty()) why += " (" + p.error + ")";
             break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -32,6 +32,7 @@ class fleet_rollout : public fleet_fixture {
     // Three hosts: a and b serve `duo` (and tiny), c only tiny.
     void start_fleet(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
         start_cluster(3);
+        extra.insert(extra.end(), {"--rollout-ready-timeout", "15s"});
         for (const char * id : {"a", "b", "c"}) {
             fs::create_directories(root.path() / id / "models");
             if (std::string(id) != "c")
