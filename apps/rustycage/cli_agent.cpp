@@ -30,6 +30,7 @@ struct agent_flags {
     std::string github_closed = "reopen", filing_grace = "30s", github_backoff = "2s";
     int burst_5xx = 20;
     std::string burst_window = "60s";
+    std::string rollout_ready_timeout = "120s";
     std::string log_level = "info";
     bool quiet_server = false;
 };
@@ -60,6 +61,7 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
         o.outbox.filing_grace = parse_duration_flag("--filing-grace", f.filing_grace);
         o.outbox.initial_backoff = parse_duration_flag("--github-backoff", f.github_backoff);
         o.burst_window = std::chrono::duration_cast<std::chrono::seconds>(parse_duration_flag("--burst-window", f.burst_window));
+        o.rollout_ready_timeout = parse_duration_flag("--rollout-ready-timeout", f.rollout_ready_timeout);
     } catch (const CLI::ValidationError & e) {
         return fail(e.what());
     }
@@ -166,6 +168,7 @@ void register_agent(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--github-closed", f->github_closed, "A recurrence of a closed issue: reopen it, or reference it from a new one")->capture_default_str();
     cmd->add_option("--github-backoff", f->github_backoff, "First retry delay after GitHub failed (doubles up to 5m)")->capture_default_str();
     cmd->add_option("--filing-grace", f->filing_grace, "How long a claim by a lost triager is left alone")->capture_default_str();
+    cmd->add_option("--rollout-ready-timeout", f->rollout_ready_timeout, "Cohort upgrades: how long a new server may take to be ready")->capture_default_str();
     cmd->add_flag("--quiet-server", f->quiet_server, "Do not copy the server's output to the agent's stderr");
     cmd->add_option("--log-level", f->log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();
     cmd->footer("Any other flag is passed to `rustycage serve` (e.g. --openai-port 8080 --models-dir DIR --ctx-size 4096).");

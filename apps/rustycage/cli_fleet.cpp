@@ -1,4 +1,4 @@
-// `rustycage fleet status|forget`: the fleet as etcd knows it — one line per host (state, version,
+// `rustycage fleet status|forget` (and `upgrade|rollout`, cli_rollout.cpp): the fleet as etcd knows it — one line per host (state, version,
 // models, KV tiers, heartbeat age, open incidents), or JSON for scripts.
 #include <iostream>
 
@@ -133,6 +133,7 @@ void register_fleet(CLI::App & app, std::function<int()> & action) {
     add_etcd_flags(*fg, *ff);
     fg->add_option("HOST", *id, "The host id")->required();
     fg->callback([ff, id, &action] { action = [ff, id] { return forget(*ff, *id); }; });
+    register_rollout(*cmd, action);
 }
 
 }  // namespace rc::cli

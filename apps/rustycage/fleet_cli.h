@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,9 @@ fleet::fleet_keys keys_for(const etcd_flags & f);
 
 // "10s", "500ms", "2m" → milliseconds; throws CLI::ValidationError naming `flag`.
 std::chrono::milliseconds parse_duration_flag(const std::string & flag, const std::string & text);
+// `fleet upgrade` and `fleet rollout …` under the `fleet` command (cli_rollout.cpp).
+void register_rollout(CLI::App & fleet_cmd, std::function<int()> & action);
+
 // "3s", "4m", "2h" — compact, for tables.
 std::string compact_age(int64_t seconds);
 

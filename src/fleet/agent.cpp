@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "fleet/http_transport.h"
+#include "fleet/rollout_artifact.h"
 #include "models/local_catalog.h"
 #include "store/timestamps.h"
 #include "util/log.h"
@@ -294,7 +295,7 @@ void agent::on_server_event(const supervisor_event & ev) {
         }
         case k::ready: smoke_pending_ = !opts_.smoke_model.empty(); break;
         case k::exited:
-            if (ev.was_ready)
+            if (ev.was_ready && !ev.planned)
                 incidents_->record("server_crash", "", "", ev.exit_description,
                                    {{"error", ev.exit_description}, {"uptime_s", ev.uptime.count() / 1000.0}, {"log_tail", tail_json(ev.tail)}});
             break;
@@ -355,6 +356,11 @@ status agent::run() {
     started_at_ = now_text();
     hardware_ = read_hardware();
     const ojson versions = {{"rustycage", opts_.version}, {"llama_commit", opts_.llama_commit}, {"backend", hardware_.backend}};
+    const std::string self_binary = opts_.server.argv.empty() ? std::string() : opts_.server.argv[0];
+    if (auto installed = installed_server_binary(opts_.data_dir); installed && !opts_.server.argv.empty()) {
+        opts_.server.argv[0] = installed->string();
+        rc::log::info("fleet", "server_binary", {{"path", installed->string()}, {"from", "versions/current"}});
+    }
     etcd_ = std::make_unique<etcd_gateway>(opts_.etcd);
     peers_ = std::make_unique<peer_monitor>(*etcd_, keys_, opts_.host_id, opts_.probe_timeout, [this] { return lease_.load(); });
     incidents_ = std::make_unique<incident_publisher>(*etcd_, keys_, opts_.host_id, opts_.models_dir, opts_.data_dir, versions, to_json(hardware_));
@@ -371,6 +377,32 @@ status agent::run() {
         t.api_key = opts_.api_key;
         triager_ = std::make_unique<triager>(*etcd_, *github_, keys_, t, [this] { return lease_.load(); }, [this] { return healthy_hosts(); });
     }
+    rollout_host_options ro{opts_.host_id, opts_.data_dir, opts_.api_key, opts_.version, self_binary};
+    ro.ready_timeout = opts_.rollout_ready_timeout;
+    rollout_host_hooks hooks;
+    hooks.lease = [this] { return lease_.load(); };
+    hooks.loaded_models = [this] {
+        std::vector<std::string> out;
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto & m : last_snapshot_.models)
+            if (m.loaded && m.status == "ready") out.push_back(m.name);
+        return out;
+    };
+    hooks.ready_models = [this] {
+        std::vector<std::string> out;
+        for (const auto & e : models::local_catalog(opts_.models_dir).list())
+            if (e.status == store::model_status::ready) out.push_back(e.name);
+        return out;
+    };
+    hooks.incident = [this](const std::string & kind, const std::string & model, const std::string & reason, ojson evidence) {
+        incidents_->record(kind, model, "", reason, std::move(evidence));
+    };
+    hooks.republish = [this] {
+        republish_ = true;
+        cv_.notify_all();
+    };
+    rollout_ = std::make_unique<rollout_host>(*etcd_, keys_, ro, *supervisor_, hooks);
+    rollout_driver_ = std::make_unique<rollout_driver>(*etcd_, keys_, opts_.host_id, [this] { return lease_.load(); });
     rc::log::info("fleet", "agent_starting", {{"host", opts_.host_id}, {"etcd", opts_.etcd.endpoints.front()}, {"triager", triager_ != nullptr}});
 
     auto stop_requested = [this] { return stopping_.load(); };
@@ -381,12 +413,16 @@ status agent::run() {
     std::thread inc([this] { incident_loop(); });
     std::thread tri;
     if (triager_) tri = std::thread([this, stop_requested] { triager_->run(stop_requested); });
+    std::thread roll([this, stop_requested] { rollout_->run(stop_requested); });
+    std::thread drive([this, stop_requested] { rollout_driver_->run(stop_requested); });
 
     {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return stopping_.load(); });
     }
     rc::log::info("fleet", "agent_stopping", {{"host", opts_.host_id}});
+    roll.join();  // before the supervisor stops: a host mid-step leaves its progress for the next life
+    drive.join();
     supervisor_->stop();
     sup.join();
     probe.join();

@@ -12,6 +12,9 @@
 //   blocks until stop() (any thread, e.g. a signal handler's thread); then it drains the server
 //   (supervisor_options.drain_timeout), resigns, revokes the lease (peers see the host leave at once)
 //   and marks the roster entry as left.
+// * The server binary: <data-dir>/versions/current/bin/rustycage when a cohort rollout installed one
+//   (rollout_artifact.h), else the agent's own. Every agent takes part in rollouts (rollout_host.h)
+//   and stands for rollout driver (rollout_driver.h).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -26,6 +29,8 @@
 #include "fleet/hardware.h"
 #include "fleet/incident_publisher.h"
 #include "fleet/membership.h"
+#include "fleet/rollout_driver.h"
+#include "fleet/rollout_host.h"
 #include "fleet/server_probe.h"
 #include "fleet/supervisor.h"
 #include "fleet/triager.h"
@@ -55,6 +60,8 @@ struct agent_options {
     std::string triage_model;
     std::chrono::milliseconds triage_timeout{60000};
     outbox_options outbox;
+    // Cohort upgrades: how long a new server may take to be ready (side ports, then main ports).
+    std::chrono::milliseconds rollout_ready_timeout{120000};
 };
 
 class agent {
@@ -88,6 +95,8 @@ class agent {
     std::unique_ptr<peer_monitor> peers_;
     std::unique_ptr<incident_publisher> incidents_;
     std::unique_ptr<triager> triager_;
+    std::unique_ptr<rollout_host> rollout_;
+    std::unique_ptr<rollout_driver> rollout_driver_;
     hardware_facts hardware_;
 
     std::atomic<bool> stopping_{false};

@@ -1,6 +1,7 @@
 #include "fleet/console_feed.h"
 
 #include "fleet/fleet_view.h"
+#include "fleet/rollout_record.h"
 
 namespace rc::fleet {
 
@@ -15,6 +16,10 @@ result<nlohmann::ordered_json> read_console_document(etcd_client & etcd, const f
     for (const auto & h : fleet.value().hosts) doc["hosts"].push_back(to_json(h));
     doc["incidents"] = nlohmann::ordered_json::array();
     for (const auto & v : incidents.value()) doc["incidents"].push_back(to_json(v));
+    auto rollouts = read_rollouts(etcd, keys);
+    if (!rollouts.ok()) return rollouts.err();
+    doc["rollouts"] = nlohmann::ordered_json::array();
+    for (const auto & r : rollouts.value()) doc["rollouts"].push_back(to_json(r));
     return doc;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The fleet document the web console's Fleet page shows (src/api/ui/README.md, "Fleet data"):
 // every host as `rustycage fleet status --json` has it, the incidents as `rustycage incidents list
-// --json`, and the elected triager, read from etcd.
+// --json`, the newest rollouts as `rustycage fleet rollout status --json`, and the elected triager,
+// read from etcd.
 //
 // Each open console polls every 2 s, so the document is cached: it is read again only when it is
 // older than `max_age`, and concurrent polls share that one read. A failed read is an error for the
@@ -20,7 +21,7 @@
 
 namespace rc::fleet {
 
-// Reads the document once (no cache): {schema, triager, hosts, incidents}.
+// Reads the document once (no cache): {schema, triager, hosts, incidents, rollouts}.
 result<nlohmann::ordered_json> read_console_document(etcd_client & etcd, const fleet_keys & keys);
 
 class console_feed {

@@ -10,6 +10,12 @@
 //   <p>outbox/<id>                 the triage/filing progress of incident <id> (outbox.h)
 //   <p>issues/<fingerprint>        the GitHub issue that tracks a fingerprint
 //   <p>election/triager            the triager election (etcd's election API keeps candidates under it)
+//   <p>rollouts/<id>               a cohort rollout (rollout_record.h); never expires
+//   <p>rollout-active              the id of the rollout that is not finished yet (at most one)
+//   <p>rollout-hosts/<id>/<host>   one host's progress in rollout <id>, written by that host's agent
+//   <p>rollout-sems/<id>/<sem>     an upgrade semaphore's guard key (its mod_revision orders acquisitions)
+//   <p>rollout-slots/<id>/<sem>/<host>  a slot held by <host>, on the host's lease (a dead host frees it)
+//   <p>election/rollout            the rollout driver election
 //   <p>schema                      "1": the layout version, written by every agent that registers
 #include <string>
 
@@ -35,6 +41,14 @@ struct fleet_keys {
     std::string issues() const { return prefix + "issues/"; }
     std::string issue(const std::string & fingerprint) const { return issues() + fingerprint; }
     std::string triager_election() const { return prefix + "election/triager"; }
+    std::string rollouts() const { return prefix + "rollouts/"; }
+    std::string rollout(const std::string & id) const { return rollouts() + id; }
+    std::string rollout_active() const { return prefix + "rollout-active"; }
+    std::string rollout_hosts(const std::string & id) const { return prefix + "rollout-hosts/" + id + "/"; }
+    std::string rollout_host(const std::string & id, const std::string & host) const { return rollout_hosts(id) + host; }
+    std::string rollout_sem(const std::string & id, const std::string & sem) const { return prefix + "rollout-sems/" + id + "/" + sem; }
+    std::string rollout_slots(const std::string & id, const std::string & sem) const { return prefix + "rollout-slots/" + id + "/" + sem + "/"; }
+    std::string rollout_election() const { return prefix + "election/rollout"; }
 
     // The last path component of `key` under `dir` ("" when it is not directly under it).
     static std::string tail(const std::string & key, const std::string & dir);

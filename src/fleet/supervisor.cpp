@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 #include <regex>
+#include <utility>
 
 #include "fleet/server_probe.h"
 #include "util/log.h"
@@ -62,7 +63,21 @@ std::vector<std::string> supervisor::tail(size_t n) const {
 
 bool supervisor::wait_or_stop(std::chrono::milliseconds d) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, d, [&] { return stopping_; });
+    return cv_.wait_for(lock, d, [&] { return stopping_ || restart_requested_; }) && stopping_;
+}
+
+void supervisor::restart_with(std::vector<std::string> argv) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        opts_.argv = std::move(argv);
+        restart_requested_ = true;
+    }
+    cv_.notify_all();
+}
+
+std::vector<std::string> supervisor::argv() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return opts_.argv;
 }
 
 void supervisor::stop() {
@@ -99,8 +114,9 @@ void supervisor::handle_output(const char * data, size_t n, std::string & partia
 
 int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
     // Everything the child needs is built before fork: between fork and exec only async-signal-safe calls.
+    const std::vector<std::string> args = this->argv();
     std::vector<char *> argv;
-    for (const auto & a : opts_.argv) argv.push_back(const_cast<char *>(a.c_str()));
+    for (const auto & a : args) argv.push_back(const_cast<char *>(a.c_str()));
     argv.push_back(nullptr);
     int fds[2];
     if (argv.size() < 2 || pipe2(fds, O_CLOEXEC) != 0) return -1;
@@ -131,6 +147,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.pid = pid;
+        ++snap_.generation;
         snap_.openai_url.clear();
         snap_.ollama_url.clear();
     }
@@ -167,7 +184,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
         bool stopping;
         {
             std::lock_guard<std::mutex> lock(mu_);
-            stopping = stopping_;
+            stopping = stopping_ || restart_requested_;  // a planned restart drains like a stop
         }
         if (stopping && !term_sent) {
             set_state("draining");
@@ -231,9 +248,27 @@ void supervisor::run() {
         clock::time_point ready_at{};
         const auto started = clock::now();
         const int st = run_child(reached_ready, ready_at);
+        bool planned = false;
         {
             std::lock_guard<std::mutex> lock(mu_);
             if (stopping_) break;
+            planned = std::exchange(restart_requested_, false);
+        }
+        if (planned) {
+            failures = 0;
+            loop_reported = false;
+            recent.clear();
+            backoff = opts_.initial_backoff;
+            supervisor_event ev;
+            ev.what = supervisor_event::kind::exited;
+            ev.exit_description = st < 0 ? "could not be started" : describe_exit(st);
+            ev.was_ready = reached_ready;
+            ev.planned = true;
+            ev.uptime = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started);
+            ev.tail = tail(60);
+            rc::log::info("fleet", "server_replaced", {{"status", ev.exit_description}});
+            on_event_(ev);
+            continue;
         }
         const std::string desc = st < 0 ? "could not be started" : describe_exit(st);
         if (reached_ready) {
@@ -275,6 +310,16 @@ void supervisor::run() {
         }
         if (wait_or_stop(backoff)) break;
         backoff = std::min(backoff * 2, opts_.max_backoff);
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (restart_requested_) {  // replaced while waiting to restart: start the new argv now, afresh
+                restart_requested_ = false;
+                backoff = opts_.initial_backoff;
+                failures = 0;
+                loop_reported = false;
+                recent.clear();
+            }
+        }
     }
     set_state("stopped");
     supervisor_event ev;

@@ -14,6 +14,8 @@
 // * Backoff: initial_backoff, doubled after each exit up to max_backoff; back to initial once a child
 //   stayed ready for stable_after. crash_loop_after consecutive exits before ready ⇒ one crash_loop event
 //   (then none until the child reaches ready again); restarts go on at max pace of the backoff.
+// * restart_with(argv): a planned replacement (cohort upgrades, rollback): the child is drained like
+//   on stop(), then the new argv starts at once; its exit is `planned` (no crash incident, no backoff).
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -42,6 +44,7 @@ struct supervisor_event {
     int pid = 0;
     std::string exit_description;            // exited: "exit status 1" / "signal 11 (Segmentation fault)"
     bool was_ready = false;                  // exited: the child had reached ready
+    bool planned = false;                    // exited: drained by restart_with(), not a crash
     std::chrono::milliseconds uptime{0};     // exited
     int consecutive_failures = 0;            // exited / crash_loop: exits before ready, in a row
     std::chrono::milliseconds next_start_in{0};
@@ -53,6 +56,7 @@ struct supervisor_snapshot {
     std::string state = "starting";  // starting | ready | backoff | crash_loop | draining | stopped
     int pid = 0;
     int restarts = 0;
+    uint64_t generation = 0;  // children started so far: a new value is a new child
     std::string openai_url, ollama_url;
     std::string last_exit;
     std::chrono::system_clock::time_point since{};
@@ -66,6 +70,9 @@ class supervisor {
     void run();
     void stop();
     supervisor_snapshot snapshot() const;
+    // Drains the running child and starts `argv` instead (also the argv of later restarts).
+    void restart_with(std::vector<std::string> argv);
+    std::vector<std::string> argv() const;
     std::vector<std::string> tail(size_t n) const;
 
     // "exit status N", "signal N (name)" for a wait(2) status.
@@ -84,6 +91,7 @@ class supervisor {
     mutable std::mutex mu_;
     std::condition_variable cv_;
     bool stopping_ = false;
+    bool restart_requested_ = false;
     supervisor_snapshot snap_;
     std::deque<std::string> tail_;
 };
