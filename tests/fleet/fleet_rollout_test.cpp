@@ -174,6 +174,21 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
     EXPECT_EQ(j["done"], 3);
     EXPECT_EQ(j["total"], 3);
     EXPECT_TRUE(incidents_json(cluster->endpoints()).empty()) << "a planned cutover is no crash";
+
+    // The web console of a host on the new version shows the finished rollout.
+    auto console_rollout = [&]() -> json {
+        fleet::http_request req;
+        req.url = record("a")->openai_url + "/v1/console/fleet";
+        auto reply = fleet::http_call(req);
+        if (!reply || !reply->ok()) return nullptr;
+        auto doc = json::parse(reply->body);
+        return doc.contains("rollouts") && !doc["rollouts"].empty() ? doc["rollouts"][0] : json(nullptr);
+    };
+    ASSERT_TRUE(eventually([&] { return console_rollout().is_object(); }, 30s)) << logs();
+    const json shown = console_rollout();
+    EXPECT_EQ(shown["id"], j["id"]);
+    EXPECT_EQ(shown["state"], "done");
+    EXPECT_EQ(shown["done"], 3);
 }
 
 TEST_F(fleet_rollout, a_bad_build_fails_the_canary_halts_the_rollout_and_files_one_issue) {
