@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <deque>
+#include <future>
 #include <unordered_map>
 #include <memory>
 #include <vector>
@@ -38,6 +39,13 @@ struct promotion {
     std::shared_ptr<std::atomic<bool>> ready = std::make_shared<std::atomic<bool>>(false);
     std::shared_ptr<std::vector<kv::blob_ptr>> blobs = std::make_shared<std::vector<kv::blob_ptr>>();
     steady::time_point started = steady::now();
+};
+
+// A lookup waiting for the engine thread (engine_lookup.cpp).
+struct engine::lookup_job {
+    std::vector<llama_token> tokens;
+    std::string cache_salt;
+    std::promise<kv_lookup> answer;
 };
 
 struct engine::impl {
@@ -104,6 +112,7 @@ struct engine::impl {
     void save_snapshot(sequence & s, int n_tokens);
     void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);
     reuse_plan plan_snapshot(const sequence & s) const;
+    kv_lookup answer_lookup(const std::vector<llama_token> & tokens, const std::string & salt);  // engine_lookup.cpp
     int count_idle() const;
 };
 

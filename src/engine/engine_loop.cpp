@@ -33,16 +33,20 @@ void engine::run() {
             bool busy = std::any_of(im.active.begin(), im.active.end(), [](const auto & s) { return s->live(); });
             if (!busy && im.waiting.empty()) {
                 if (im.promoting.empty()) {
-                    wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty(); });
+                    wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty() || !lookups_.empty(); });
                 } else {
                     // Only disk promotions in flight: look again shortly (they complete on the I/O pool).
-                    wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty(); });
+                    wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty() || !lookups_.empty(); });
                 }
             }
             if (stopping_) break;
             while (!prefetches_.empty()) {
                 im.prefetch(prefetches_.front().first, prefetches_.front().second);
                 prefetches_.pop_front();
+            }
+            while (!lookups_.empty()) {
+                lookups_.front()->answer.set_value(im.answer_lookup(lookups_.front()->tokens, lookups_.front()->cache_salt));
+                lookups_.pop_front();
             }
             while (!incoming_.empty()) {
                 im.waiting.push_back(std::move(incoming_.front()));
