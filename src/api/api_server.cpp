@@ -5,6 +5,7 @@
 #include "api/api_error.h"
 #include "api/health_routes.h"
 #include "api/json_fields.h"
+#include "api/kv_lookup_route.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
 #include "api/server_routes.h"
@@ -106,6 +107,7 @@ std::vector<route> all_routes(api_context & ctx) {
     std::vector<route> routes = health_routes(ctx);
     for (auto & r : metrics_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : server_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : kv_lookup_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
     // CORS preflight on any path: `before` answers it (204 + Allow-* headers); without a route
