@@ -13,12 +13,12 @@ else ifeq ($(GPU),metal)
   CMAKE_ARGS += -DRUSTYCAGE_METAL=ON
 endif
 
-.PHONY: all setup configure build test run clean sanitize fleet-demo
+.PHONY: all setup configure build test run clean sanitize fleet-demo fuzz soak
 
 all: build
 
 setup:
-	@scripts/setup.sh
+	@scripts/setup.sh $(if $(filter vulkan,$(GPU)),vulkan)
 
 $(BUILD)/build.ninja: CMakeLists.txt
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
@@ -41,6 +41,7 @@ run: build
 	@echo "  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\"
 	@echo "       -d '{\"model\":\"demo\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":32}'"
 	@echo "  $(BUILD)/bin/rustycage run demo 'Hello!' --models-dir $(MODELS_DIR)"
+	@echo "Or open the console: http://127.0.0.1:8080/ui/"
 	@echo "Stop with Ctrl-C."
 	@echo
 	@exec $(BUILD)/bin/rustycage serve --models-dir $(MODELS_DIR) --preload demo
@@ -52,6 +53,17 @@ fleet-demo: build
 # Our code under AddressSanitizer + UBSan (llama.cpp itself stays a normal build).
 sanitize:
 	@$(MAKE) test BUILD=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DRUSTYCAGE_SANITIZE=ON"
+
+# libFuzzer targets (fuzz/README.md) in their own clang build, each run for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= build-fuzz
+fuzz: setup
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# 64 concurrent mixed clients against a real server for SOAK_SECONDS (tests/soak/README.md).
+SOAK_SECONDS ?= 600
+soak: build
+	@SOAK_SECONDS=$(SOAK_SECONDS) scripts/soak.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
@@ -69,3 +81,26 @@ bench-full: build
 
 bench-kv: build
 	@bench/run.sh --kv-full --build $(BUILD) $(BENCH_GPU) $(BENCH_ARGS)
+
+# Releases (docs/RELEASING.md): dist/rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda}.tar.gz,
+# install.sh and SHA256SUMS. The CPU artifact is built in a Debian bullseye root (glibc 2.31).
+# Heavy (every CPU variant of ggml, the Vulkan shaders): not part of `make test`.
+RELEASE_FLAVOURS ?= auto
+.PHONY: release test-release test-vulkan
+release:
+	@scripts/setup.sh release vulkan
+	@scripts/release.sh --flavours $(RELEASE_FLAVOURS) --out dist
+
+# The release proofs: ELF checks (GLIBC_ <= 2.31 for cpu), `rustycage run` on a generated model and
+# the installer (install, no-op rerun, upgrade keeping rustycage.env, uninstall) in bullseye roots.
+test-release: release
+	@tests/release/test_release.sh dist
+
+# The engine, KV tier and API tests on the Vulkan backend, on Mesa's lavapipe (a Vulkan CPU device).
+# CCACHE_NOHASHDIR: our objects do not depend on the backend, so build-vulkan reuses build/'s cache
+# entries (ccache otherwise keys objects with debug info by their build directory).
+test-vulkan:
+	@scripts/setup.sh vulkan
+	@CCACHE_NOHASHDIR=1 $(MAKE) build BUILD=build-vulkan GPU=vulkan \
+	    CMAKE_ARGS="-DRUSTYCAGE_VULKAN=ON -DCMAKE_EXE_LINKER_FLAGS='-static-libstdc++ -static-libgcc'"
+	@tests/release/test_vulkan.sh build-vulkan

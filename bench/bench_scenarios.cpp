@@ -232,9 +232,10 @@ rep_result resume(const rep_context & c) {
     }
     if (phase != 1) {
         auto pa2 = pa;
-        auto t = c.prompt("A-turn", turn);
+        auto t = c.prompt("A-turn", turn);  // turn-tokens 0: A resent as it was (a regenerate)
         pa2.insert(pa2.end(), t.begin(), t.end());
-        auto r2 = run_completion(c.server, c.params(pa2, gen));
+        const int again_gen = c.i("again-gen-tokens") > 0 ? c.i("again-gen-tokens") : gen;
+        auto r2 = run_completion(c.server, c.params(pa2, again_gen));
         if (auto e = first_error({r2}); !e.empty()) return {{}, {}, "A again: " + e};
         rr.metrics.push_back({"resume_ttft_ms", r2.ttft() * ms, "ms", "lower"});
         if (r2.cached_tokens >= 0) rr.metrics.push_back({"resume_cached_tokens", static_cast<double>(r2.cached_tokens), "tokens", "none"});
@@ -275,6 +276,32 @@ rep_result shared(const rep_context & c) {
     return rr;
 }
 
+// ---- burst: N completions at once, each a P-token prompt generating G tokens. On a pool too small
+// for all of them at once a server must queue, swap out or fail some: how many succeed, and how long
+// the whole burst takes.
+rep_result burst(const rep_context & c) {
+    rep_result rr;
+    const int n = c.i("requests"), plen = c.i("prompt-tokens"), gen = c.i("gen-tokens");
+    const double t0 = now_s();
+    auto rs = run_concurrent(c.server, n, [&](int i) { return c.params(c.prompt("b" + std::to_string(i), plen), gen); });
+    const double wall = now_s() - t0;
+    int ok = 0;
+    double out_tokens = 0;
+    for (const auto & r : rs) {
+        if (!r.ok || r.token_times.empty()) {
+            if (!rr.info.contains("first_error")) rr.info["first_error"] = r.ok ? std::string("no token received") : r.error;
+            continue;
+        }
+        ++ok;
+        out_tokens += r.completion_tokens > 0 ? r.completion_tokens : static_cast<double>(r.token_times.size());
+    }
+    rr.metrics.push_back({"ok_requests", static_cast<double>(ok), "requests", "higher"});
+    rr.metrics.push_back({"failed_requests", static_cast<double>(n - ok), "requests", "lower"});
+    rr.metrics.push_back({"wall_s", wall, "s", "lower"});
+    rr.metrics.push_back({"output_tps", out_tokens / std::max(1e-9, wall), "tok/s", "higher"});
+    return rr;
+}
+
 // ---- one short request: warms a server up (page cache, first-call allocations) before measuring.
 rep_result warmup(const rep_context & c) {
     auto r = run_completion(c.server, c.params(c.prompt("w", c.i("prompt-tokens")), c.i("gen-tokens")));
@@ -298,7 +325,9 @@ const std::vector<scenario_def> & scenario_table() {
         {"rps", "non-streamed 1-token completions through C client threads; requests/s",
          {{"requests", 32}, {"concurrency", 4}, {"prompt-tokens", 8}}, rps},
         {"resume", "A, then B, then A + new turn (one slot): resume TTFT vs cold TTFT; phase 1/2 split it for restarts",
-         {{"a-tokens", 2048}, {"b-tokens", 256}, {"turn-tokens", 64}, {"gen-tokens", 8}, {"phase", 0}}, resume},
+         {{"a-tokens", 2048}, {"b-tokens", 256}, {"turn-tokens", 64}, {"gen-tokens", 8}, {"again-gen-tokens", 0}, {"phase", 0}}, resume},
+        {"burst", "N completions at once (P-token prompts, G tokens each): requests that succeed, wall time",
+         {{"requests", 4}, {"prompt-tokens", 300}, {"gen-tokens", 300}}, burst},
         {"shared", "C conversations sharing an S-token prefix (U unique each), then each resumed in turn",
          {{"convs", 6}, {"shared-tokens", 1536}, {"unique-tokens", 256}, {"turn-tokens", 64}, {"gen-tokens", 8}}, shared},
         {"warmup", "one short request, nothing recorded", {{"prompt-tokens", 64}, {"gen-tokens", 4}}, warmup},

@@ -7,10 +7,12 @@
 #
 # Writes docs/bench/results.json, results.md and PNG plots (docs/bench/<backend>/ for --gpu), and
 # regenerates docs/BENCHMARKS.md. --only takes a comma-separated subset of the groups
-# core,http,kv,disk,tiering (default: all). --smoke checks the harness itself with tiny sizes and 2
-# repetitions in a few minutes; it writes to a temporary directory (or --out), never to docs/.
-# --kv-full runs only the kv and disk groups at the KV issue's sizes (2k-token resumes, a 1.5k shared
-# prefix), 3 repetitions, into docs/bench/kv-issue/ (about half an hour on 2 cores).
+# core,http,mixed,kv,disk,tiering,pressure (default: all). --smoke checks the harness itself with tiny
+# sizes and 2 repetitions in a few minutes; it writes to a temporary directory (or --out), never to docs/.
+# --kv-full runs the kv, disk, tiering and pressure groups at the KV issues' sizes (2k-token resumes,
+# a 1.5k shared prefix, the single-slot and 4-stream reproductions), 3 repetitions, into
+# docs/bench/kv-issue/ (about an hour on 2 cores). Every KV scenario runs at an ample pool and at a
+# tight one (at most 1.5x one conversation), Rustycage with its default flags.
 # --wait-quiet waits up to SECONDS for a quiet machine (1-minute load < 0.7, no compiler, ctest or
 # other rustycage running) before measuring; the report says whether the run was taken under load.
 set -euo pipefail
@@ -18,14 +20,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,http,kv,disk,tiering outdir=""
+mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,http,mixed,kv,disk,tiering,pressure outdir=""
 cmdline="bench/run.sh $*"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) mode=quick ;;
         --full) mode=full ;;
         --smoke) mode=smoke ;;
-        --kv-full) mode=kvfull; only=kv,disk ;;
+        --kv-full) mode=kvfull; only=kv,disk,tiering,pressure ;;
         --gpu) backend=$2; shift ;;
         --build) build=$2; shift ;;
         --reps) reps=$2; shift ;;
@@ -71,15 +73,17 @@ if [ "$mode" = smoke ]; then
     disk_a=128
     noreuse_count=2; noreuse_conc=2; noreuse_prompt=32; noreuse_gen=4
     kv_extra_servers="rustycage-recompute"
+    repro_ctx=256; repro_a=180; repro_gen=8; burst_ctx=256; burst_prompt=64; burst_gen=64
 elif [ "$mode" = kvfull ]; then
     resume_a=2048; resume_b=256
     shared_convs=6; shared_s=1536; shared_u=256; shared_turn=16
     disk_a=2048
     noreuse_count=4; noreuse_conc=4; noreuse_prompt=64; noreuse_gen=8  # as quick mode (--only tiering)
     kv_extra_servers=""
+    repro_ctx=2560; repro_a=1825; repro_gen=16; burst_ctx=1280; burst_prompt=300; burst_gen=300
 elif [ "$mode" = quick ]; then
     prefill_sizes="512"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
-    mixed_streams=4; mixed_long=1; mixed_long_tokens=512; mixed_interval=500
+    mixed_streams=3; mixed_long=1; mixed_long_tokens=500; mixed_interval=500
     rps_requests=16; rps_conc="4"
     http_requests=200; http_conc="1 4"; http_gen=128
     rss_convs=4; rss_conc=4; rss_prompt=64; rss_gen=8
@@ -88,9 +92,10 @@ elif [ "$mode" = quick ]; then
     disk_a=512
     noreuse_count=4; noreuse_conc=4; noreuse_prompt=64; noreuse_gen=8
     kv_extra_servers=""
+    repro_ctx=1280; repro_a=900; repro_gen=16; burst_ctx=640; burst_prompt=150; burst_gen=150
 else
     prefill_sizes="128 512 2048 4096"; decode_streams="1 2 4 8 16"; decode_gen=128; decode_prompt=32
-    mixed_streams=8; mixed_long=4; mixed_long_tokens=2048; mixed_interval=1500
+    mixed_streams=3; mixed_long=1; mixed_long_tokens=500; mixed_interval=500
     rps_requests=64; rps_conc="1 4 16"
     http_requests=1000; http_conc="1 4 16"; http_gen=512
     rss_convs=32; rss_conc=8; rss_prompt=256; rss_gen=32
@@ -99,10 +104,15 @@ else
     disk_a=2048
     noreuse_count=32; noreuse_conc=4; noreuse_prompt=512; noreuse_gen=64
     kv_extra_servers="rustycage-recompute"
+    repro_ctx=2560; repro_a=1825; repro_gen=16; burst_ctx=1280; burst_prompt=300; burst_gen=300
 fi
 shared_turn=${shared_turn:-64}
+mixed_streams=${mixed_streams:-3}; mixed_long=${mixed_long:-1}; mixed_long_tokens=${mixed_long_tokens:-500}; mixed_interval=${mixed_interval:-500}
 core_ctx=16384 core_parallel=16
-kv_ctx=8192
+kv_ctx=8192                # the ample pool of the KV groups
+mixed_ctx=4096 mixed_parallel=4 mixed_bg_tokens=2048
+# A tight pool for a conversation of N tokens: at most 1.5x it, in llama.cpp's 256-cell steps.
+tight_ctx() { local c=$(( $1 * 3 / 2 / 256 * 256 )); [ "$c" -ge 256 ] || c=256; echo "$c"; }
 
 gpu_rc=() gpu_ls=()
 if [ "$backend" != cpu ]; then gpu_rc=(--gpu-layers -1); gpu_ls=(-ngl 999); fi
@@ -137,8 +147,9 @@ llama_server=$llama_build/bin/llama-server
 
 cache=${RUSTYCAGE_CACHE:-$HOME/.cache/rustycage}
 model_dir=$cache/models
+mkdir -p "$model_dir"
 model=$model_dir/bench-1b.gguf
-if [ ! -f "$model" ]; then
+if [ ! -f "$model" ] && [ "$mode" != smoke ]; then
     log "generating bench-1b into $model"
     mkdir -p "$model_dir"
     "$mkmodel" --preset bench-1b --out "$model" >&2
@@ -148,13 +159,15 @@ work=$(mktemp -d /tmp/rc-bench.XXXXXX)
 raw=$work/raw.jsonl
 : >"$raw"
 mkdir -p "$work/models"
-ln -s "$model" "$work/models/bench-1b.gguf"
+[ -f "$model" ] && ln -s "$model" "$work/models/bench-1b.gguf"
 # bench-tiny (bench-1b's tokenizer on a 2-layer body) for the HTTP group: there the servers' own
 # per-request and per-token costs must not drown in model compute.
 tiny_model=$model_dir/bench-tiny.gguf
 [ -f "$tiny_model" ] || "$mkmodel" --preset bench-tiny --out "$tiny_model" >&2
 ln -s "$tiny_model" "$work/models/bench-tiny.gguf"
 bench_model=bench-1b
+# The smoke run checks the harness, not the numbers: everything on the tiny model, in minutes.
+[ "$mode" = smoke ] && bench_model=bench-tiny
 
 # ---------------------------------------------------------------- servers
 declare -A srv_pid srv_url srv_log srv_cmd
@@ -272,11 +285,15 @@ rss_record() {
 disk_read_record() {
     local variant=$1 rep=$2 dir=$3 m disk_s host_s bytes t0 t1
     m=$(curl -s --max-time 5 "${srv_url[rustycage]}/metrics" || true)
-    disk_s=$(echo "$m" | awk '/^rustycage_kv_promotion_seconds_sum\{.*source="disk"/ {print $2}' | head -1)
-    host_s=$(echo "$m" | awk '/^rustycage_kv_promotion_seconds_sum\{.*source="host"/ {print $2}' | head -1)
-    bytes=$(find "$dir" -name '*.kvb' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+    # The restore of the resumed request: from its admission until its prefix was in the context
+    # (blocks are restored while the next are read, so this is wall time, not a sum of both).
+    disk_s=$(echo "$m" | awk '/^rustycage_kv_restore_seconds_sum\{.*source="disk"/ {print $2}' | head -1)
+    host_s=0
+    # The same bytes from the page cache: the block files A left behind (listed after priming), which the
+    # resume has just read, so they are cached now.
+    bytes=$(xargs -r stat -c %s <"$dir.primed" | awk '{s += $1} END {print s + 0}')
     t0=$(date +%s%N)
-    find "$dir" -name '*.kvb' -exec cat {} + >/dev/null
+    xargs -r cat <"$dir.primed" >/dev/null
     t1=$(date +%s%N)
     printf '{"scenario":"disk_read","variant":"%s","server":"rustycage","rep":%d,"ok":true,"metrics":{"restore_ms":{"value":%s,"unit":"ms","better":"lower"},"page_cache_read_ms":{"value":%s,"unit":"ms","better":"none"},"block_mib":{"value":%s,"unit":"MiB","better":"none"}}}\n' \
         "$variant" "$rep" "$(awk "BEGIN{print (${disk_s:-0} + ${host_s:-0}) * 1000}")" "$(awk "BEGIN{print ($t1 - $t0) / 1e6}")" \
@@ -308,7 +325,7 @@ busy_before=$(busy_count)
 # ---------------------------------------------------------------- group: core (engine vs engine, caches off)
 if has_group core; then
     cur_group=core
-    log "== core: prefill, decode, mixed load, HTTP, RSS (prompt caches off on both) =="
+    log "== core: prefill, decode, HTTP, RSS (prompt caches off on both) =="
     start_rustycage rustycage "$core_ctx" "$core_parallel" --kv-cached-sequences 0 --kv-host-budget 0
     # llama-server keeps every slot's last prompt in the KV cache (even with --cache-ram 0); in a
     # unified cache those stale cells widen every attention (see docs/BENCHMARKS.md). rc-bench erases
@@ -329,9 +346,6 @@ if has_group core; then
         # shellcheck disable=SC2086
         bench decode $T --reps "$reps" --variant "streams=$k" --streams "$k" --gen-tokens "$decode_gen" --prompt-tokens "$decode_prompt"
     done
-    # shellcheck disable=SC2086
-    bench mixed $T --reps "$reps" --variant "streams=$mixed_streams,long=${mixed_long}x$mixed_long_tokens" \
-        --streams "$mixed_streams" --long-count "$mixed_long" --long-tokens "$mixed_long_tokens" --interval-ms "$mixed_interval"
     for c in $rps_conc; do
         # shellcheck disable=SC2086
         bench rps $T --reps "$reps" --variant "concurrency=$c" --requests "$rps_requests" --concurrency "$c"
@@ -364,63 +378,97 @@ if has_group http; then
     bench decode $T --reps "$reps" --variant "tiny,streams=1" --streams 1 --gen-tokens "$http_gen" --prompt-tokens 16
     stop_server rustycage; stop_server llama-server
     bench_model=bench-1b
+    [ "$mode" = smoke ] && bench_model=bench-tiny
 fi
 
-# ---------------------------------------------------------------- group: kv (host tier vs --cache-ram vs recompute)
+# ---------------------------------------------------------------- group: mixed (stall-free scheduling, fresh servers)
+if has_group mixed; then
+    cur_group=mixed
+    log "== mixed: streams decode while a long prompt arrives; a fresh server per repetition =="
+    # No warm-up: the chunking must hold from the first long prompt a server ever sees.
+    variant="streams=$mixed_streams,long=${mixed_long}x$mixed_long_tokens,fresh"
+    for r in $(seq 0 $((reps - 1))); do
+        start_rustycage rustycage "$mixed_ctx" "$mixed_parallel"
+        start_llama llama-server "$mixed_ctx" "$mixed_parallel"
+        [ "$r" = 0 ] && note_servers mixed rustycage llama-server
+        # shellcheck disable=SC2046
+        bench mixed $(targets rustycage llama-server) --reps 1 --rep-offset "$r" --variant "$variant" --streams "$mixed_streams" \
+            --bg-max-tokens "$mixed_bg_tokens" --long-count "$mixed_long" --long-tokens "$mixed_long_tokens" --interval-ms "$mixed_interval"
+        stop_server rustycage; stop_server llama-server
+    done
+fi
+
+# ---------------------------------------------------------------- group: kv (resume and shared prefix, ample and tight pools)
+# Rustycage runs with its default flags (idle conversations kept, host tier a quarter of RAM);
+# llama-server with its RAM prompt cache, and without (recompute).
 if has_group kv; then
-    cur_group=kv
-    log "== kv: resume after eviction, shared system prompt (one slot) =="
-    start_rustycage rustycage "$kv_ctx" 1 --kv-cached-sequences 0 --kv-host-budget 2GiB
-    start_llama llama-server "$kv_ctx" 1 --cache-ram 2048
-    start_llama llama-server-recompute "$kv_ctx" 1 --cache-ram 0
-    names=(rustycage llama-server llama-server-recompute)
-    if [[ " $kv_extra_servers " == *" rustycage-recompute "* ]]; then
-        start_rustycage rustycage-recompute "$kv_ctx" 1 --kv-cached-sequences 0 --kv-host-budget 0
-        names+=(rustycage-recompute)
-    fi
-    note_servers kv "${names[@]}"
-    T=$(targets "${names[@]}")
-    # shellcheck disable=SC2086
-    bench warmup $T --reps 1
-    # shellcheck disable=SC2086
-    bench resume $T --reps "$reps" --variant "A=$resume_a,B=$resume_b" --a-tokens "$resume_a" --b-tokens "$resume_b"
-    # shellcheck disable=SC2086
-    bench shared $T --reps "$reps" --variant "convs=$shared_convs,shared=$shared_s,unique=$shared_u,turn=$shared_turn" \
-        --convs "$shared_convs" --shared-tokens "$shared_s" --unique-tokens "$shared_u" --turn-tokens "$shared_turn"
-    for s in "${names[@]}"; do stop_server "$s"; done
+    log "== kv: resume after eviction, shared system prompt (one slot), ample and tight pools =="
+    kv_servers() {  # ctx group
+        start_rustycage rustycage "$1" 1
+        start_llama llama-server "$1" 1 --cache-ram 2048
+        start_llama llama-server-recompute "$1" 1 --cache-ram 0
+        names=(rustycage llama-server llama-server-recompute)
+        if [[ " $kv_extra_servers " == *" rustycage-recompute "* ]]; then
+            start_rustycage rustycage-recompute "$1" 1 --kv-cached-sequences 0 --kv-host-budget 0
+            names+=(rustycage-recompute)
+        fi
+        note_servers "$2" "${names[@]}"
+        # shellcheck disable=SC2086
+        bench warmup $(targets "${names[@]}") --reps 1
+    }
+    for pool in ample tight; do
+        cur_group=kv-$pool
+        ctx=$kv_ctx; [ "$pool" = tight ] && ctx=$(tight_ctx $((resume_a + 64 + 8)))
+        kv_servers "$ctx" "kv-$pool (resume, ctx $ctx)"
+        # shellcheck disable=SC2046
+        bench resume $(targets "${names[@]}") --reps "$reps" --variant "A=$resume_a,B=$resume_b,pool=$pool" --a-tokens "$resume_a" --b-tokens "$resume_b"
+        for n in "${names[@]}"; do stop_server "$n"; done
+        ctx=$kv_ctx; [ "$pool" = tight ] && ctx=$(tight_ctx $((shared_s + shared_u + shared_turn + 8)))
+        kv_servers "$ctx" "kv-$pool (shared, ctx $ctx)"
+        # shellcheck disable=SC2046
+        bench shared $(targets "${names[@]}") --reps "$reps" \
+            --variant "convs=$shared_convs,shared=$shared_s,unique=$shared_u,turn=$shared_turn,pool=$pool" \
+            --convs "$shared_convs" --shared-tokens "$shared_s" --unique-tokens "$shared_u" --turn-tokens "$shared_turn"
+        for n in "${names[@]}"; do stop_server "$n"; done
+    done
 fi
 
 # ---------------------------------------------------------------- group: disk (resume after a restart)
 if has_group disk; then
-    cur_group=disk
-    log "== disk: resume after a server restart (Rustycage disk tier vs llama-server recompute) =="
+    log "== disk: resume after a server restart (Rustycage disk tier vs llama-server recompute), ample and tight pools =="
     kvdir=$work/kvdisk-restart
-    variant="restart,A=$disk_a"
-    for r in $(seq 0 $((reps - 1))); do
-        for s in rustycage llama-server; do
-            for phase in 1 2; do
-                if [ $s = rustycage ]; then
-                    start_rustycage rustycage "$kv_ctx" 1 --kv-cached-sequences 0 --kv-host-budget 2GiB --kv-disk-dir "$kvdir"
-                else
-                    start_llama llama-server "$kv_ctx" 1
-                fi
-                [ "$r$phase" = 01 ] && note_servers disk "$s"
-                # The resumed request must not be the first one after start (first-call page faults and
-                # allocations); a warm-up of unrelated tokens goes first on both servers.
-                # shellcheck disable=SC2046
-                [ "$phase" = 2 ] && bench warmup $(targets "$s") --reps 1
-                # shellcheck disable=SC2046
-                bench resume $(targets "$s") --reps 1 --rep-offset "$r" --variant "$variant" --a-tokens "$disk_a" --b-tokens 0 --phase "$phase"
-                [ "$s$phase" = rustycage2 ] && disk_read_record "$variant" "$r" "$kvdir"
-                stop_server "$s"
-                # Cold read: drop the page cache of the block files (not of the model).
-                if [ -d "$kvdir" ]; then
-                    find "$kvdir" -type f -exec dd of={} oflag=nocache conv=notrunc,fdatasync count=0 status=none \; 2>/dev/null || true
-                fi
+    for pool in ample tight; do
+        cur_group=disk-$pool
+        ctx=$kv_ctx; [ "$pool" = tight ] && ctx=$(tight_ctx $((disk_a + 64 + 8)))
+        variant="restart,A=$disk_a,pool=$pool"
+        for r in $(seq 0 $((reps - 1))); do
+            rm -rf "$kvdir"  # each repetition primes an empty directory: it then holds A's blocks only
+            for s in rustycage llama-server; do
+                for phase in 1 2; do
+                    if [ $s = rustycage ]; then
+                        start_rustycage rustycage "$ctx" 1 --kv-disk-dir "$kvdir"
+                    else
+                        start_llama llama-server "$ctx" 1
+                    fi
+                    [ "$r$phase" = 01 ] && note_servers "disk-$pool (ctx $ctx)" "$s"
+                    # The resumed request must not be the first one after start (first-call page faults and
+                    # allocations); a warm-up of unrelated tokens goes first on both servers.
+                    # shellcheck disable=SC2046
+                    [ "$phase" = 2 ] && bench warmup $(targets "$s") --reps 1
+                    # shellcheck disable=SC2046
+                    bench resume $(targets "$s") --reps 1 --rep-offset "$r" --variant "$variant" --a-tokens "$disk_a" --b-tokens 0 --phase "$phase"
+                    [ "$s$phase" = rustycage2 ] && disk_read_record "$variant" "$r" "$kvdir"
+                    stop_server "$s"
+                    [ "$s$phase" = rustycage1 ] && find "$kvdir" -name '*.kvb' >"$kvdir.primed"
+                    # Cold read: drop the page cache of the block files (not of the model).
+                    if [ -d "$kvdir" ]; then
+                        find "$kvdir" -type f -exec dd of={} oflag=nocache conv=notrunc,fdatasync count=0 status=none \; 2>/dev/null || true
+                    fi
+                done
             done
         done
+        rm -rf "$kvdir" "$kvdir.primed"
     done
-    rm -rf "$kvdir"
     if [ "$mode" = full ]; then
         log "== disk: resume beyond the host budget (no restart) =="
         cur_group=disk-spill
@@ -437,23 +485,48 @@ fi
 
 # ---------------------------------------------------------------- group: tiering (overhead with no reuse)
 if has_group tiering; then
-    cur_group=tiering
-    log "== tiering: no-reuse throughput with tiering on vs off =="
-    start_rustycage rustycage "$kv_ctx" 4 --kv-host-budget 2GiB
-    start_rustycage rustycage-tiering-off "$kv_ctx" 4 --kv-cached-sequences 0 --kv-host-budget 0
-    start_llama llama-server "$kv_ctx" 4 --cache-ram 2048
-    names=(rustycage rustycage-tiering-off llama-server)
-    note_servers tiering "${names[@]}"
-    T=$(targets "${names[@]}")
-    # shellcheck disable=SC2086
-    bench warmup $T --reps 1
-    for r in $(seq 0 $((reps - 1))); do
+    log "== tiering: no-reuse throughput with tiering on vs off, ample and tight pools =="
+    for pool in ample tight; do
+        cur_group=tiering-$pool
+        ctx=$kv_ctx; [ "$pool" = tight ] && ctx=$(tight_ctx $((noreuse_prompt + noreuse_gen)))
+        start_rustycage rustycage "$ctx" 4
+        start_rustycage rustycage-tiering-off "$ctx" 4 --kv-cached-sequences 0 --kv-host-budget 0
+        start_llama llama-server "$ctx" 4 --cache-ram 2048
+        names=(rustycage rustycage-tiering-off llama-server)
+        note_servers "tiering-$pool (ctx $ctx)" "${names[@]}"
+        T=$(targets "${names[@]}")
         # shellcheck disable=SC2086
-        bench conversations $T --reps 1 --rep-offset "$r" --variant "no-reuse,count=$noreuse_count" --count "$noreuse_count" \
-            --concurrency "$noreuse_conc" --prompt-tokens "$noreuse_prompt" --gen-tokens "$noreuse_gen"
-        for s in "${names[@]}"; do rss_record "$s" "tiering: after ${noreuse_count}..$((noreuse_count * reps)) conversations" "$r"; done
+        bench warmup $T --reps 1
+        for r in $(seq 0 $((reps - 1))); do
+            # shellcheck disable=SC2086
+            bench conversations $T --reps 1 --rep-offset "$r" --variant "no-reuse,count=$noreuse_count,pool=$pool" --count "$noreuse_count" \
+                --concurrency "$noreuse_conc" --prompt-tokens "$noreuse_prompt" --gen-tokens "$noreuse_gen"
+            for s in "${names[@]}"; do rss_record "$s" "tiering: after ${noreuse_count}..$((noreuse_count * reps)) conversations, pool=$pool" "$r"; done
+        done
+        for s in "${names[@]}"; do stop_server "$s"; done
     done
-    for s in "${names[@]}"; do stop_server "$s"; done
+fi
+
+# ---------------------------------------------------------------- group: pressure (the KV-pressure issue's reproductions)
+if has_group pressure; then
+    cur_group=pressure
+    log "== pressure: single-slot resume (A, B, A again) and four long generations on a pool that holds two =="
+    kvdir=$work/kvdisk-pressure
+    start_rustycage rustycage "$repro_ctx" 1 --kv-host-budget 4GiB --kv-disk-dir "$kvdir"
+    start_llama llama-server "$repro_ctx" 1 --cache-ram 8192
+    note_servers "pressure (single slot, ctx $repro_ctx)" rustycage llama-server
+    # shellcheck disable=SC2046
+    bench resume $(targets rustycage llama-server) --reps "$reps" --variant "single slot,A=$repro_a,B=$repro_a,A again" \
+        --a-tokens "$repro_a" --b-tokens "$repro_a" --turn-tokens 0 --gen-tokens "$repro_gen" --again-gen-tokens 1
+    stop_server rustycage; stop_server llama-server
+    rm -rf "$kvdir"
+    start_rustycage rustycage "$burst_ctx" 4
+    start_llama llama-server "$burst_ctx" 4
+    note_servers "pressure (4 streams, ctx $burst_ctx)" rustycage llama-server
+    # shellcheck disable=SC2046
+    bench burst $(targets rustycage llama-server) --reps "$reps" --variant "4x(${burst_prompt}+${burst_gen}),ctx=$burst_ctx" \
+        --requests 4 --prompt-tokens "$burst_prompt" --gen-tokens "$burst_gen"
+    stop_server rustycage; stop_server llama-server
 fi
 
 # ---------------------------------------------------------------- report

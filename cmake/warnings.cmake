@@ -1,7 +1,8 @@
 # Warnings and sanitizers for our own targets only (llama.cpp keeps its own flags).
 function(rc_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor
-                                           -Wcast-align -Wformat=2)
+  # (clang spells GCC's -Wshadow=local differently)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic $<IF:$<CXX_COMPILER_ID:GNU>,-Wshadow=local,-Wshadow-uncaptured-local>
+                                           -Wnon-virtual-dtor -Wcast-align -Wformat=2)
   if(RUSTYCAGE_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
@@ -9,7 +10,15 @@ function(rc_warnings target)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
+  if(RUSTYCAGE_FUZZ)
+    target_compile_options(${target} PRIVATE ${RC_FUZZ_FLAGS})
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
 endfunction()
+
+# Our code in a fuzz build (fuzz/): coverage for libFuzzer, ASan, and UBSan made fatal so that
+# undefined behaviour counts as a crash the fuzzer keeps.
+set(RC_FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
 
 # rc_add_module(NAME SOURCES... DEPS ...) — a static library for one src/ folder.
 function(rc_add_module name)

@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
 # Fetch the pinned llama.cpp tree and build it once per (commit, backend) into a cache outside the clone.
 #
-#   scripts/llama.sh build [cpu|cuda|vulkan|metal]   fetch + build the libraries; prints the build dir
-#   scripts/llama.sh server [backend]                also build llama-server (for bench/)
-#   scripts/llama.sh src                             fetch only; prints the source dir
+#   scripts/llama.sh build [FLAVOUR]    fetch + build the libraries; prints the build dir
+#   scripts/llama.sh server [FLAVOUR]   also build llama-server (for bench/)
+#   scripts/llama.sh src                fetch only; prints the source dir
+#
+# Flavours:
+#   cpu          (default) static libraries, CPU kernels for this machine (GGML_NATIVE)
+#   metal        static, Metal backend (macOS)
+#   release-cpu  shared libraries with dynamically loaded backends (GGML_BACKEND_DL) and every x86 CPU
+#                variant (GGML_CPU_ALL_VARIANTS): one build picks its kernels at run time; libstdc++ and
+#                libgcc linked statically, no OpenMP. What the CPU release artifact ships (scripts/release.sh).
+# $RUSTYCAGE_LLAMA_CC / $RUSTYCAGE_LLAMA_CXX pick another compiler for a flavour's llama.cpp build.
+#   vulkan       shared + GGML_BACKEND_DL: libggml-vulkan.so and one portable CPU backend (AVX2 level)
+#   cuda         shared + GGML_BACKEND_DL: libggml-cuda.so (cudart linked statically) and one portable CPU
+#                backend; architectures from $RUSTYCAGE_CUDA_ARCHITECTURES (scripts/build-cuda.sh picks
+#                them by the nvcc it finds)
+# Shared flavours leave every library in <build>/bin with RUNPATH $ORIGIN.
 #
 # Sources, in order: $RUSTYCAGE_LLAMA_SRC (an existing checkout), the git bundle inside the npm package
 # node-llama-cpp@3.21.1, a clone of the upstream repository. The commit is verified in every case.
-# Cache: ${RUSTYCAGE_CACHE:-~/.cache/rustycage}/llama/{src-<commit>, build-<commit12>-<backend>}.
+# Cache: ${RUSTYCAGE_CACHE:-~/.cache/rustycage}/llama/{src-<commit>, build-<commit12>-<flavour>}
+# (cuda: build-<commit12>-cuda-<hash of the architectures>).
 set -euo pipefail
 
 LLAMA_COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
@@ -59,37 +73,91 @@ fetch_source() {
     echo "$src"
 }
 
-backend_flags() {
+# Shared libraries, backends loaded at run time from the directory of the libraries, no -march=native.
+SHARED_DL_FLAGS=(-DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF
+                 -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN')
+
+is_dl_flavour() { case "$1" in release-cpu|vulkan|cuda) return 0 ;; *) return 1 ;; esac; }
+
+cuda_architectures() {
+    [ -n "${RUSTYCAGE_CUDA_ARCHITECTURES:-}" ] || die "cuda: RUSTYCAGE_CUDA_ARCHITECTURES is not set (build through scripts/build-cuda.sh)"
+    echo "$RUSTYCAGE_CUDA_ARCHITECTURES"
+}
+
+# Fills FLAVOUR_FLAGS with the CMake flags of a flavour.
+flavour_flags() {
+    FLAVOUR_FLAGS=()
     case "$1" in
-        cpu) echo "" ;;
-        cuda) echo "-DGGML_CUDA=ON" ;;
-        vulkan) echo "-DGGML_VULKAN=ON" ;;
-        metal) echo "-DGGML_METAL=ON" ;;
-        *) die "unknown backend '$1' (cpu, cuda, vulkan, metal)" ;;
+        cpu) ;;
+        metal) FLAVOUR_FLAGS=(-DGGML_METAL=ON) ;;
+        release-cpu)
+            # ggml's own thread pool instead of OpenMP: no libgomp to ship or to find on the host.
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CPU_ALL_VARIANTS=ON -DGGML_OPENMP=OFF
+                           "-DCMAKE_SHARED_LINKER_FLAGS=-static-libstdc++ -static-libgcc"
+                           "-DCMAKE_EXE_LINKER_FLAGS=-static-libstdc++ -static-libgcc") ;;
+        vulkan) FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_VULKAN=ON) ;;
+        cuda)
+            local nvcc archs
+            nvcc=$(command -v nvcc) || die "cuda: nvcc not on PATH"
+            archs=$(cuda_architectures)
+            # cudart from the toolkit's static archive: the artifact needs only the driver's libcuda.so.1
+            # (and cuBLAS, shipped next to the backend).
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc"
+                           "-DCMAKE_CUDA_ARCHITECTURES=$archs"
+                           "-DCUDA_cudart_LIBRARY=$(dirname "$(dirname "$nvcc")")/lib64/libcudart_static.a") ;;
+        *) die "unknown flavour '$1' (cpu, release-cpu, vulkan, cuda, metal)" ;;
     esac
+    # Another compiler for llama.cpp alone (the bullseye release build: gcc 10 lacks -mamx-tile and
+    # -mavxvnni, which the sapphirerapids and alderlake variants need; bullseye's clang 13 has them).
+    if [ -n "${RUSTYCAGE_LLAMA_CC:-}" ]; then FLAVOUR_FLAGS+=("-DCMAKE_C_COMPILER=$RUSTYCAGE_LLAMA_CC"); fi
+    if [ -n "${RUSTYCAGE_LLAMA_CXX:-}" ]; then FLAVOUR_FLAGS+=("-DCMAKE_CXX_COMPILER=$RUSTYCAGE_LLAMA_CXX"); fi
+}
+
+build_dir_name() {  # flavour
+    case "$1" in
+        cuda) echo "build-${LLAMA_COMMIT:0:12}-cuda-$(cuda_architectures | sha256sum | cut -c1-8)" ;;
+        *) echo "build-${LLAMA_COMMIT:0:12}-$1" ;;
+    esac
+}
+
+# The backend modules of a GGML_BACKEND_DL build (nothing links them, so they are named explicitly).
+dl_backend_targets() {  # build dir
+    ninja -C "$1" -t targets all | awk -F: '$1 ~ /^ggml-(cpu|vulkan|cuda)(-[a-z0-9_]+)?$/ {print $1}' | sort -u
 }
 
 build() {  # backend, targets...
     local backend=$1; shift
     local src build
     src=$(fetch_source)
-    build="$cache/build-${LLAMA_COMMIT:0:12}-$backend"
+    flavour_flags "$backend"
+    local flags="${FLAVOUR_FLAGS[*]}"
+    build="$cache/$(build_dir_name "$backend")"
     mkdir -p "$build"
     exec 9>"$build.lock"
     flock 9
     local launcher=()
     command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    # The flavours added after cpu record their flags: a change reconfigures (cpu's cache stays as it was).
+    if [ "$backend" != cpu ] && [ -f "$build/CMakeCache.txt" ] && [ "$(cat "$build/flavour-flags" 2>/dev/null)" != "$flags" ]; then
+        log "flags of $backend changed: reconfiguring $build"
+        rm -f "$build/CMakeCache.txt"
+    fi
     if [ ! -f "$build/CMakeCache.txt" ]; then
         log "configuring $build"
-        # shellcheck disable=SC2046
         cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
             -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
             -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
             -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
             -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
-            "${launcher[@]}" $(backend_flags "$backend") >"$build/configure.log" 2>&1 \
+            "${launcher[@]}" "${FLAVOUR_FLAGS[@]}" >"$build/configure.log" 2>&1 \
             || { rm -f "$build/CMakeCache.txt"; die "configure failed, see $build/configure.log"; }
+        [ "$backend" = cpu ] || echo "$flags" >"$build/flavour-flags"
     fi
+    local targets=("$@")
+    if is_dl_flavour "$backend"; then
+        mapfile -t -O "${#targets[@]}" targets < <(dl_backend_targets "$build")
+    fi
+    set -- "${targets[@]}"
     log "building $* in $build"
     cmake --build "$build" --target "$@" -j "$(nproc)" >"$build/build.log" 2>&1 \
         || { tail -30 "$build/build.log" >&2; die "build failed, see $build/build.log"; }
@@ -103,5 +171,5 @@ case "$cmd" in
     src) fetch_source ;;
     build) build "${2:-cpu}" "${LIB_TARGETS[@]}" ;;
     server) build "${2:-cpu}" "${LIB_TARGETS[@]}" llama-server ;;
-    *) die "usage: $0 {build|server|src} [cpu|cuda|vulkan|metal]" ;;
+    *) die "usage: $0 {build|server|src} [cpu|release-cpu|vulkan|cuda|metal]" ;;
 esac

@@ -17,7 +17,8 @@ shift || true
 cd "$(dirname "$0")/.."
 root=$PWD
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
-clients="$root/tests/clients"
+# Another node suite with the same layout (tests/ui) runs through here too: scripts/test-ui.sh.
+clients="$root/${RUSTYCAGE_NODE_SUITE:-tests/clients}"
 
 say() { echo "[test-clients] $*" >&2; }
 die() { say "error: $*"; exit 1; }

@@ -62,7 +62,7 @@ int run(const options & opt) {
     const auto start = std::chrono::steady_clock::now();
     const auto written = write_model(req);
     if (!written.ok()) {
-        std::cerr << "rustycage-mkmodel: error: " << written.message() << "\n";
+        std::cerr << "rustycage-mkmodel: error: " << written.err().message << "\n";
         return k_exit_failure;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -79,7 +79,7 @@ int run(const options & opt) {
 int main(int argc, char ** argv) {
     const auto parsed = parse_args(argc, argv);
     if (!parsed.ok()) {
-        std::cerr << "rustycage-mkmodel: error: " << parsed.message() << "\n" << "try 'rustycage-mkmodel --help'\n";
+        std::cerr << "rustycage-mkmodel: error: " << parsed.err().message << "\n" << "try 'rustycage-mkmodel --help'\n";
         return k_exit_usage;
     }
     const options & opt = parsed.value();

@@ -1,6 +1,9 @@
 #include "mkmodel_args.h"
 
+#include <CLI/CLI.hpp>
+
 #include <charconv>
+#include <regex>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +27,15 @@ std::string matrix_type_names() {
         names += (names.empty() ? "" : "|") + std::string(c.name);
     }
     return names;
+}
+
+// CLI11's words for a flag without its value ("--type: 1 required TEXT missing") said plainly.
+std::string plain(const CLI::ParseError & e) {
+    static const std::regex missing(R"(^(-[-\w]+): \d+ required \S+ missing$)");
+    std::smatch m;
+    const std::string what = e.what();
+    if (std::regex_match(what, m, missing)) return "option " + m[1].str() + " needs a value";
+    return what;
 }
 
 }  // namespace
@@ -52,71 +64,59 @@ std::string usage_text() {
 
 result<options> parse_args(int argc, const char * const * argv) {
     options opt;
-    const std::vector<std::string_view> args(argv + 1, argv + argc);
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string_view flag = args[i];
-        std::optional<std::string_view> inline_value;
-        if (const size_t eq = flag.find('='); flag.starts_with("--") && eq != std::string_view::npos) {
-            inline_value = flag.substr(eq + 1);
-            flag = flag.substr(0, eq);
+    // CLI11 reads the command line ("--flag value" and "--flag=value"); the values' meaning is
+    // checked below, with messages that say what is accepted.
+    CLI::App app{"rustycage-mkmodel"};
+    app.set_help_flag();  // --help prints usage_text(), not CLI11's page
+    app.add_flag("-h,--help", opt.help);
+    app.add_flag("--list", opt.list);
+    app.add_option("--preset", opt.preset);
+    app.add_option("--out", opt.out);
+    std::string seed, type, name, llama_src, threads;
+    auto * seed_opt = app.add_option("--seed", seed);
+    auto * type_opt = app.add_option("--type", type);
+    auto * name_opt = app.add_option("--name", name);
+    auto * src_opt = app.add_option("--llama-src", llama_src);
+    auto * threads_opt = app.add_option("--threads", threads);
+    // CLI11 reads "--type=" as a flag without its value; here it is the (refused) empty value.
+    std::vector<std::string> args;
+    for (int i = argc - 1; i > 0; --i) {  // CLI11 takes the arguments in reverse order
+        std::string a = argv[i];
+        if (a.size() > 3 && a.starts_with("--") && a.back() == '=') {
+            args.emplace_back();
+            a.pop_back();
         }
-        auto value = [&]() -> std::optional<std::string_view> {
-            if (inline_value) {
-                return inline_value;
-            }
-            if (i + 1 < args.size()) {
-                return args[++i];
-            }
-            return std::nullopt;
-        };
-        auto missing = [&] { return error{"option " + std::string(flag) + " needs a value"}; };
+        args.push_back(std::move(a));
+    }
+    try {
+        app.parse(args);
+    } catch (const CLI::ParseError & e) {
+        return make_error(errc::invalid_argument, plain(e));
+    }
 
-        if (flag == "--help" || flag == "-h") {
-            opt.help = true;
-        } else if (flag == "--list") {
-            opt.list = true;
-        } else if (flag == "--preset") {
-            const auto v = value();
-            if (!v) return missing();
-            opt.preset = *v;
-        } else if (flag == "--out") {
-            const auto v = value();
-            if (!v) return missing();
-            opt.out = *v;
-        } else if (flag == "--seed") {
-            const auto v = value();
-            if (!v) return missing();
-            const auto seed = parse_unsigned<uint64_t>(*v);
-            if (!seed) return error{"--seed wants an unsigned 64-bit integer, got '" + std::string(*v) + "'"};
-            opt.seed = *seed;
-        } else if (flag == "--type") {
-            const auto v = value();
-            if (!v) return missing();
-            const matrix_type_choice * choice = find_matrix_type(*v);
-            if (choice == nullptr) return error{"--type wants one of " + matrix_type_names() + ", got '" + std::string(*v) + "'"};
-            opt.matrix_type = *choice;
-        } else if (flag == "--name") {
-            const auto v = value();
-            if (!v) return missing();
-            if (v->empty()) return error{"--name must not be empty"};
-            opt.name = std::string(*v);
-        } else if (flag == "--llama-src") {
-            const auto v = value();
-            if (!v) return missing();
-            opt.llama_src = std::string(*v);
-        } else if (flag == "--threads") {
-            const auto v = value();
-            if (!v) return missing();
-            const auto n = parse_unsigned<unsigned>(*v);
-            if (!n || *n == 0 || *n > 1024) return error{"--threads wants a count from 1 to 1024, got '" + std::string(*v) + "'"};
-            opt.n_threads = *n;
-        } else {
-            return error{"unknown option '" + std::string(args[i]) + "'"};
-        }
+    if (seed_opt->count() > 0) {
+        const auto v = parse_unsigned<uint64_t>(seed);
+        if (!v) return make_error(errc::invalid_argument, "--seed wants an unsigned 64-bit integer, got '" + seed + "'");
+        opt.seed = *v;
+    }
+    if (type_opt->count() > 0) {
+        const matrix_type_choice * choice = find_matrix_type(type);
+        if (choice == nullptr) return make_error(errc::invalid_argument, "--type wants one of " + matrix_type_names() + ", got '" + type + "'");
+        opt.matrix_type = *choice;
+    }
+    if (name_opt->count() > 0) {
+        if (name.empty()) return make_error(errc::invalid_argument, "--name must not be empty");
+        opt.name = name;
+    }
+    if (src_opt->count() > 0) opt.llama_src = llama_src;
+    if (threads_opt->count() > 0) {
+        const auto n = parse_unsigned<unsigned>(threads);
+        if (!n || *n == 0 || *n > 1024) return make_error(errc::invalid_argument, "--threads wants a count from 1 to 1024, got '" + threads + "'");
+        opt.n_threads = *n;
     }
     if (!opt.help && !opt.list) {
-        if (opt.preset.empty()) return error{"--preset is required (see --list)"};
-        if (opt.out.empty()) return error{"--out is required"};
+        if (opt.preset.empty()) return make_error(errc::invalid_argument, "--preset is required (see --list)");
+        if (opt.out.empty()) return make_error(errc::invalid_argument, "--out is required");
     }
     return opt;
 }

@@ -18,12 +18,12 @@ std::string source_hint(const std::filesystem::path & llama_src) {
 result<std::string> read_text_file(const std::filesystem::path & path, const std::filesystem::path & llama_src) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        return error{"cannot read chat template " + path.string() + source_hint(llama_src)};
+        return make_error(errc::io, "cannot read chat template " + path.string() + source_hint(llama_src));
     }
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) {
-        return error{"error while reading chat template " + path.string()};
+        return make_error(errc::io, "error while reading chat template " + path.string());
     }
     return text.str();
 }
@@ -38,19 +38,19 @@ result<tokenizer_source> load_tokenizer(const preset & p, const std::filesystem:
     const std::filesystem::path vocab_path = llama_src / "models" / p.vocab_file;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(vocab_path, ec)) {
-        return error{"vocab file " + vocab_path.string() + " not found" + source_hint(llama_src)};
+        return make_error(errc::io, "vocab file " + vocab_path.string() + " not found" + source_hint(llama_src));
     }
 
     tokenizer_source tok;
     const gguf_init_params params{/*.no_alloc =*/true, /*.ctx =*/nullptr};
     tok.vocab.reset(gguf_init_from_file(vocab_path.c_str(), params));
     if (!tok.vocab) {
-        return error{"cannot parse vocab file " + vocab_path.string() + " as GGUF"};
+        return make_error(errc::io, "cannot parse vocab file " + vocab_path.string() + " as GGUF");
     }
 
     const int64_t tokens_id = gguf_find_key(tok.vocab.get(), "tokenizer.ggml.tokens");
     if (tokens_id < 0 || gguf_get_kv_type(tok.vocab.get(), tokens_id) != GGUF_TYPE_ARRAY) {
-        return error{"vocab file " + vocab_path.string() + " has no tokenizer.ggml.tokens array"};
+        return make_error(errc::io, "vocab file " + vocab_path.string() + " has no tokenizer.ggml.tokens array");
     }
     tok.info.n_tokens = static_cast<int64_t>(gguf_get_arr_n(tok.vocab.get(), tokens_id));
 
@@ -62,7 +62,7 @@ result<tokenizer_source> load_tokenizer(const preset & p, const std::filesystem:
     if (!p.template_file.empty()) {
         auto text = read_text_file(llama_src / "models" / "templates" / p.template_file, llama_src);
         if (!text.ok()) {
-            return error{text.message()};
+            return text.err();
         }
         tok.chat_template = std::move(text.value());
     }

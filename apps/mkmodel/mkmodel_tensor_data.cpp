@@ -105,10 +105,10 @@ status write_tensor_data(std::FILE * file, const tensor_spec & spec, uint64_t mo
         const int64_t rows = std::min(last * l.rows_per_chunk, l.n_rows) - first * l.rows_per_chunk;
         const size_t bytes = static_cast<size_t>(rows) * l.row_bytes;
         if (std::fwrite(slab.data(), 1, bytes, file) != bytes) {
-            return error{std::string("write failed: ") + std::strerror(errno)};
+            return make_error(errc::io, std::string("write failed: ") + std::strerror(errno));
         }
     }
-    return done{};
+    return {};
 }
 
 }  // namespace rc::mkmodel

@@ -44,15 +44,15 @@ public:
         // O_EXCL: never truncate somebody else's file; 0666 lets the umask decide, as for any new file.
         const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0) {
-            return error{"cannot create " + temp_.string() + " (for --out " + final_.string() + "): " + errno_text()};
+            return make_error(errc::io, "cannot create " + temp_.string() + " (for --out " + final_.string() + "): " + errno_text());
         }
         created_ = true;
         file_ = ::fdopen(fd, "wb");
         if (file_ == nullptr) {
             ::close(fd);
-            return error{"cannot open " + temp_.string() + ": " + errno_text()};
+            return make_error(errc::io, "cannot open " + temp_.string() + ": " + errno_text());
         }
-        return done{};
+        return {};
     }
 
     std::FILE * file() const { return file_; }
@@ -63,15 +63,15 @@ public:
         const int rc = std::fclose(file_);
         file_ = nullptr;
         if (rc != 0) {
-            return error{"cannot finish writing " + temp_.string() + ": " + errno_text()};
+            return make_error(errc::io, "cannot finish writing " + temp_.string() + ": " + errno_text());
         }
         std::error_code ec;
         std::filesystem::rename(temp_, final_, ec);
         if (ec) {
-            return error{"cannot rename " + temp_.string() + " to " + final_.string() + ": " + ec.message()};
+            return make_error(errc::io, "cannot rename " + temp_.string() + " to " + final_.string() + ": " + ec.message());
         }
         committed_ = true;
-        return done{};
+        return {};
     }
 
 private:
@@ -86,33 +86,33 @@ private:
 status check_out_path(const std::filesystem::path & out) {
     std::error_code ec;
     if (out.empty()) {
-        return error{"--out is empty"};
+        return make_error(errc::invalid_argument, "--out is empty");
     }
     if (std::filesystem::is_directory(out, ec)) {
-        return error{"--out " + out.string() + " is a directory; give a file name"};
+        return make_error(errc::invalid_argument, "--out " + out.string() + " is a directory; give a file name");
     }
     const std::filesystem::path parent = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
     if (!std::filesystem::is_directory(parent, ec)) {
-        return error{"cannot write --out " + out.string() + ": directory " + parent.string() + " does not exist"};
+        return make_error(errc::invalid_argument, "cannot write --out " + out.string() + ": directory " + parent.string() + " does not exist");
     }
-    return done{};
+    return {};
 }
 
 status check_spec(const preset & p, const tensor_spec & t) {
     if (t.ne.empty() || t.ne.size() > GGML_MAX_DIMS) {
-        return error{"preset " + std::string(p.name) + ": tensor " + t.name + " has a bad rank"};
+        return make_error(errc::internal, "preset " + std::string(p.name) + ": tensor " + t.name + " has a bad rank");
     }
     for (const int64_t n : t.ne) {
         if (n <= 0) {
-            return error{"preset " + std::string(p.name) + ": tensor " + t.name +
-                         " has an empty dimension (does the vocab file provide what it needs?)"};
+            return make_error(errc::internal, "preset " + std::string(p.name) + ": tensor " + t.name +
+                         " has an empty dimension (does the vocab file provide what it needs?)");
         }
     }
     if (t.ne[0] % ggml_blck_size(t.type) != 0) {
-        return error{"preset " + std::string(p.name) + ": tensor " + t.name + " row length " + std::to_string(t.ne[0]) +
-                     " is not a multiple of the " + ggml_type_name(t.type) + " block size"};
+        return make_error(errc::internal, "preset " + std::string(p.name) + ": tensor " + t.name + " row length " + std::to_string(t.ne[0]) +
+                     " is not a multiple of the " + ggml_type_name(t.type) + " block size");
     }
-    return done{};
+    return {};
 }
 
 }  // namespace
@@ -122,18 +122,18 @@ result<model_report> write_model(const model_request & req) {
     const preset & p = *req.model;
 
     if (auto s = check_out_path(req.out); !s.ok()) {
-        return error{s.message()};
+        return s.err();
     }
     auto tok = load_tokenizer(p, req.llama_src);
     if (!tok.ok()) {
-        return error{tok.message()};
+        return tok.err();
     }
 
     assert(p.tensors != nullptr && "every preset lists its tensors");
     const std::vector<tensor_spec> specs = p.tensors(p, tok.value().info);
     for (const tensor_spec & t : specs) {
         if (auto s = check_spec(p, t); !s.ok()) {
-            return error{s.message()};
+            return s.err();
         }
     }
 
@@ -155,13 +155,13 @@ result<model_report> write_model(const model_request & req) {
 
     temp_output out(req.out);
     if (auto s = out.open(); !s.ok()) {
-        return error{s.message()};
+        return s.err();
     }
 
     std::vector<uint8_t> header(gguf_get_meta_size(out_ctx.get()));
     gguf_get_meta_data(out_ctx.get(), header.data());
     if (std::fwrite(header.data(), 1, header.size(), out.file()) != header.size()) {
-        return error{"cannot write " + req.out.string() + ": " + errno_text()};
+        return make_error(errc::io, "cannot write " + req.out.string() + ": " + errno_text());
     }
 
     // Same layout gguf_write_to_file produces: tensors in order, each padded to the alignment.
@@ -172,17 +172,17 @@ result<model_report> write_model(const model_request & req) {
         assert(data_bytes == gguf_get_tensor_offset(out_ctx.get(), static_cast<int64_t>(i)) &&
                "streamed data must land at the offset gguf recorded");
         if (auto s = write_tensor_data(out.file(), specs[i], req.seed, req.n_threads); !s.ok()) {
-            return error{"cannot write " + req.out.string() + ": " + s.message()};
+            return make_error(errc::io, "cannot write " + req.out.string() + ": " + s.err().message);
         }
         const size_t size = gguf_get_tensor_size(out_ctx.get(), static_cast<int64_t>(i));
         const size_t pad = GGML_PAD(size, alignment) - size;
         if (std::fwrite(zeros.data(), 1, pad, out.file()) != pad) {
-            return error{"cannot write " + req.out.string() + ": " + errno_text()};
+            return make_error(errc::io, "cannot write " + req.out.string() + ": " + errno_text());
         }
         data_bytes += size + pad;
     }
     if (auto s = out.commit(); !s.ok()) {
-        return error{s.message()};
+        return s.err();
     }
     report.file_bytes = header.size() + data_bytes;
     return report;

@@ -142,6 +142,18 @@ result<create_plan> make_plan(const create_flags & f, const models::local_catalo
     return plan;
 }
 
+// The settings against the store's limits, before anything is imported or written.
+status check_settings(const create_plan & plan) {
+    using L = store::manifest_limits;
+    if (plan.template_text && plan.template_text->size() > L::max_template_bytes)
+        return make_error(errc::invalid_argument, "the template is " + std::to_string(plan.template_text->size()) + " bytes (at most " +
+                                                      std::to_string(L::max_template_bytes) + ")");
+    if (plan.system && plan.system->size() > L::max_system_bytes)
+        return make_error(errc::invalid_argument, "the system prompt is " + std::to_string(plan.system->size()) + " bytes (at most " +
+                                                      std::to_string(L::max_system_bytes) + ")");
+    return store::validate_parameters(plan.parameters);
+}
+
 // Checks each file is a GGUF (before copying gigabytes), then copies it into the blob store.
 result<store::manifest> import_files(store::model_store & st, const std::vector<fs::path> & files) {
     store::manifest m;
@@ -178,6 +190,7 @@ int create(const create_flags & f) {
 
     auto plan = make_plan(f, catalog);
     if (!plan) return fail(plan.err());
+    if (auto s = check_settings(*plan); !s) return fail(s.err());
 
     store::manifest m;
     if (plan->base) {
@@ -195,13 +208,13 @@ int create(const create_flags & f) {
     m.template_text = plan->template_text;
     m.system = plan->system;
     m.parameters = plan->parameters;
-    m.status = store::model_status::quarantined;
-    if (auto s = st.put(*name, m); !s) return fail(s.err());
-
+    // The new model is checked beside the old one; only a model that passes replaces it.
     std::cerr << "checking model\n";
-    if (auto v = models::check_stored_model(st, name->full()); !v)
-        return fail(name->display() + " failed its check: " + v.err().message + " (it stays listed as failed; `rustycage show " + name->display() +
-                    "` has the incident)");
+    if (auto v = models::commit_checked_model(st, *name, m); !v) {
+        if (auto now = st.find(*name); now && now->m.status == store::model_status::failed)
+            return fail(v.err().message + " (`rustycage show " + name->display() + "` has the incident)");
+        return fail(v.err());
+    }
     std::cout << "created " << name->display() << " (ready)\n";
     return 0;
 }

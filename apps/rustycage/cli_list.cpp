@@ -26,7 +26,7 @@ nlohmann::ordered_json entry_json(const models::model_entry & e, const std::stri
             {"digest", e.from_store ? "sha256:" + hex : std::string()},
             {"size", e.size_bytes},
             {"quantization", quant},
-            {"status", e.status},
+            {"status", std::string(store::to_string(e.status))},
             {"status_reason", e.status_reason},
             {"modified_at", iso_time(e.modified)},
             {"origin", origin_of(e)},

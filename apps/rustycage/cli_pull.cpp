@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "cli_pull_curated.h"
 #include "commands.h"
 #include "hub/hub_client.h"
 #include "models/model_puller.h"
@@ -24,6 +25,7 @@ namespace {
 struct pull_flags {
     store_flags store;
     std::string name;
+    curated_flags curated;
 };
 
 std::atomic<bool> g_cancel{false};
@@ -101,10 +103,21 @@ int pull(const pull_flags & f) {
 void register_pull(CLI::App & app, std::function<int()> & action) {
     auto f = std::make_shared<pull_flags>();
     auto * cmd = app.add_subcommand("pull", "Download a model from Hugging Face: hf.co/{owner}/{repo}[:{quantization or file}]");
-    cmd->add_option("name", f->name, "Model to pull, e.g. hf.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M")->required();
+    auto * name = cmd->add_option("name", f->name, "Model to pull, e.g. hf.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M");
     add_store_flags(*cmd, f->store);
+    add_curated_flags(*cmd, f->curated);
     cmd->footer("Environment: HF_ENDPOINT (a Hub mirror), HF_TOKEN (gated or private repositories).");
-    cmd->callback([f, &action] { action = [f] { return pull(*f); }; });
+    cmd->callback([f, name, &action] {
+        if (f->curated.enabled == !name->empty()) throw CLI::ValidationError("pull", "give a model NAME or --curated");
+        action = [f] {
+            if (!f->curated.enabled) return pull(*f);
+            return pull_curated(f->store, f->curated, [f](const std::string & model) {
+                pull_flags one = *f;
+                one.name = model;
+                return pull(one);
+            });
+        };
+    });
 }
 
 }  // namespace rc::cli

@@ -119,7 +119,7 @@ void print_text(const model_details & d) {
     if (d.context_length) facts.add({"context length", std::to_string(*d.context_length)});
     facts.add({"quantization", d.quantization});
     facts.add({"size", format_byte_size(e.size_bytes)});
-    facts.add({"status", e.status});
+    facts.add({"status", std::string(store::to_string(e.status))});
     if (!e.status_reason.empty()) facts.add({"reason", e.status_reason});
     facts.add({"source", source_text(d)});
     facts.add({"modified", relative_time(e.modified)});
@@ -185,7 +185,7 @@ void print_json(const model_details & d) {
                  {"context_length", d.context_length ? ojson(*d.context_length) : ojson(nullptr)},
                  {"quantization", d.quantization},
                  {"size", e.size_bytes},
-                 {"status", e.status},
+                 {"status", std::string(store::to_string(e.status))},
                  {"status_reason", e.status_reason},
                  {"modified_at", iso_time(e.modified)}};
     if (d.manifest) {

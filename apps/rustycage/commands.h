@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "util/result.h"
 
 namespace rc::cli {
 
@@ -27,6 +28,13 @@ size_t parse_size_flag(const std::string & flag, const std::string & text);
 // Fills the KV defaults that depend on the machine (host budget: a quarter of available RAM) and
 // on other flags (disk budget when a disk directory is given).
 void resolve_kv_defaults(engine_flags & f);
+// Checks at start what would otherwise fail on first use: the models directory and the KV disk
+// directory (when set) exist or can be created, are directories and take a file. Errors:
+// invalid_argument naming the flag, the path and the reason.
+status check_engine_paths(const engine_flags & f);
+// Creates `dir` if needed and proves a file can be written there. Errors: invalid_argument
+// "<flag> <dir>: <why>".
+status check_writable_dir(const std::string & flag, const std::string & dir);
 
 void register_serve(CLI::App & app, std::function<int()> & action);
 void register_run(CLI::App & app, std::function<int()> & action);
@@ -43,6 +51,7 @@ void register_ps(CLI::App & app, std::function<int()> & action);
 void register_agent(CLI::App & app, std::function<int()> & action);
 void register_fleet(CLI::App & app, std::function<int()> & action);
 void register_incidents(CLI::App & app, std::function<int()> & action);
+void register_version(CLI::App & app, std::function<int()> & action);  // cli_version.cpp
 void register_gateway(CLI::App & app, std::function<int()> & action);  // cli_gateway.cpp; src/gateway
 
 }  // namespace rc::cli

@@ -1,4 +1,10 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -22,11 +28,12 @@ void add_engine_flags(CLI::App & cmd, engine_flags & f) {
     cmd.add_option("-t,--threads", f.engine.n_threads, "CPU threads for compute (0: all cores)")
         ->envname("RUSTYCAGE_THREADS")->check(CLI::Range(0, 1024))->capture_default_str();
     cmd.add_option("-b,--batch-size", f.engine.n_batch, "Tokens per decode step")->envname("RUSTYCAGE_BATCH_SIZE")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-    cmd.add_option("--prefill-chunk", f.engine.prefill_chunk, "Most prefill tokens per prompt per step while other requests decode")
+    cmd.add_option("--prefill-chunk", f.engine.prefill_chunk, "Most prefill tokens per step while other requests decode")
         ->envname("RUSTYCAGE_PREFILL_CHUNK")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-    cmd.add_option("--prefill-step-ms", f.engine.prefill_step_ms,
-                   "While others decode, prefill only what the measured speed fits in this many ms per step (0: off)")
-        ->envname("RUSTYCAGE_PREFILL_STEP_MS")->check(CLI::Range(0.0, 60000.0))->capture_default_str();
+    cmd.add_option("--max-step-ms,--prefill-step-ms", f.engine.max_step_ms,
+                   "While requests decode, a step (their tokens plus a prefill chunk) takes at most this long by the "
+                   "step cost model calibrated at load; bounds their token gaps (0: off)")
+        ->envname("RUSTYCAGE_MAX_STEP_MS")->check(CLI::Range(0.0, 60000.0))->capture_default_str();
     cmd.add_option("--gpu-layers", f.n_gpu_layers, "Layers to offload to a GPU backend (-1: all)")->envname("RUSTYCAGE_GPU_LAYERS")->capture_default_str();
     cmd.add_flag("--flash-attn", f.engine.flash_attn, "Use flash attention")->envname("RUSTYCAGE_FLASH_ATTN");
     cmd.add_option_function<std::string>(
@@ -75,6 +82,36 @@ void resolve_kv_defaults(engine_flags & f) {
         kv.disk_dir = f.kv_disk_dir;
         if (kv.disk_budget == 0) kv.disk_budget = size_t(20) << 30;
     }
+}
+
+status check_writable_dir(const std::string & flag, const std::string & dir) {
+    namespace fs = std::filesystem;
+    auto bad = [&](const std::string & why) { return make_error(errc::invalid_argument, flag + " " + dir + ": " + why); };
+    if (dir.empty()) return bad("is empty");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec && !fs::is_directory(dir)) {
+        return bad(ec == std::errc::not_a_directory || ec == std::errc::file_exists ? "cannot be a directory: a part of the path is a file"
+                                                                                   : "cannot be created (" + ec.message() + ")");
+    }
+    if (!fs::is_directory(dir)) return bad("is not a directory");
+    std::string probe = (fs::path(dir) / ".rustycage-write-check-XXXXXX").string();
+    int fd = ::mkstemp(probe.data());
+    if (fd < 0) return bad(std::string("is not writable (") + std::strerror(errno) + ")");
+    const bool wrote = ::write(fd, "x", 1) == 1 && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    ::unlink(probe.c_str());
+    if (!wrote) return bad(std::string("cannot take a file (") + std::strerror(err) + ")");
+    return {};
+}
+
+status check_engine_paths(const engine_flags & f) {
+    if (auto st = check_writable_dir("--models-dir", f.models_dir); !st) return st;
+    if (!f.kv_disk_dir.empty()) {
+        if (auto st = check_writable_dir("--kv-disk-dir", f.kv_disk_dir); !st) return st;
+    }
+    return {};
 }
 
 bool apply_log_level(const std::string & level) {

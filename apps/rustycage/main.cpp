@@ -1,8 +1,5 @@
 // rustycage: an LLM inference server on llama.cpp with block-level KV tiering.
-#include <iostream>
-
 #include "commands.h"
-#include "version.h"
 
 int main(int argc, char ** argv) {
     CLI::App app{"Rustycage — OpenAI- and Ollama-compatible LLM server on llama.cpp"};
@@ -15,12 +12,7 @@ int main(int argc, char ** argv) {
         reg(app, action);
     for (auto reg : {rc::cli::register_agent, rc::cli::register_fleet, rc::cli::register_incidents, rc::cli::register_gateway})
         reg(app, action);
-    app.add_subcommand("version", "Print the version and the pinned llama.cpp commit")->callback([&action] {
-        action = [] {
-            std::cout << "rustycage " << RUSTYCAGE_VERSION << " (llama.cpp " << RUSTYCAGE_LLAMA_COMMIT << ")\n";
-            return 0;
-        };
-    });
+    rc::cli::register_version(app, action);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {

@@ -23,7 +23,7 @@ std::string quantization_of(const models::model_entry & e, const llama::gguf_met
 }
 
 std::string status_text(const models::model_entry & e, size_t max_reason) {
-    if (e.status != "failed" || e.status_reason.empty()) return e.status;
+    if (e.status != store::model_status::failed || e.status_reason.empty()) return std::string(store::to_string(e.status));
     return "failed: " + shorten(e.status_reason, max_reason);
 }
 

@@ -55,7 +55,7 @@ result<common_chat_msg> answer(engine::engine & eng, const std::vector<common_ch
             std::cout << ev->text << std::flush;
             continue;
         }
-        if (ev->kind == engine::generation_event::type::error) return make_error(errc_from_name(ev->error_code), ev->error_message);
+        if (ev->kind == engine::generation_event::type::error) return ev->error;
         break;
     }
     std::cout << "\n";

@@ -1,5 +1,10 @@
 // `rustycage serve`: the OpenAI + Ollama + health API on two ports, models loaded on demand.
+#include <condition_variable>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -22,33 +27,88 @@ struct serve_flags {
     api::listen_options listen;
     api::api_options api;
     std::string api_keys_env;
+    bool api_keys_given = false;
+    double header_timeout_s = 10;
+    double shutdown_timeout_s = 10;
     std::vector<std::string> preload;
     int max_body_mb = 32;
     std::string memory_budget;  // empty: 80% of physical RAM
     std::string keep_alive = "5m";
 };
 
-std::vector<std::string> split_keys(const std::string & s) {
+std::string trim(const std::string & s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return {};
+    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// --api-key values and the comma-separated --api-keys / RUSTYCAGE_API_KEYS, trimmed. Empty entries
+// are kept so that check_api_keys refuses them: "--api-key $UNSET" or a stray comma must stop the
+// server, not start it with a key list that means something else than written.
+std::vector<std::string> collect_keys(const std::vector<std::string> & flags, const std::string & list, bool list_given) {
     std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (!item.empty()) out.push_back(item);
+    for (const auto & k : flags) out.push_back(trim(k));
+    if (list_given) {
+        std::stringstream ss(list);
+        std::string item;
+        while (std::getline(ss, item, ',')) out.push_back(trim(item));
+        if (!list.empty() && list.back() == ',') out.push_back("");
+        if (list.empty()) out.push_back("");
     }
     return out;
+}
+
+// Stops the server gracefully (in-flight requests finish) on a helper thread; a second signal or
+// `seconds` without it finishing ends the process at once, so no request (a stream running to a
+// large max_tokens, a slow client) can hold up a shutdown.
+int stop_within(api::api_server & server, const sigset_t & signals, double seconds) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread stopper([&] {
+        server.stop();
+        std::lock_guard lock(mu);
+        done = true;
+        cv.notify_all();
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+    bool forced = false;
+    for (;;) {
+        {
+            std::unique_lock lock(mu);
+            if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
+        }
+        timespec poll{0, 0};
+        if (sigtimedwait(&signals, nullptr, &poll) > 0 || std::chrono::steady_clock::now() >= deadline) {
+            forced = true;
+            break;
+        }
+    }
+    if (forced) {
+        rc::log::warn("serve", "forced_exit", {{"reason", "requests still running after the shutdown timeout, or a second signal"}});
+        std::fflush(nullptr);
+        std::_Exit(1);
+    }
+    stopper.join();
+    return 0;
 }
 
 int serve(serve_flags & f) {
     if (!apply_log_level(f.eng.log_level)) return 2;
     resolve_kv_defaults(f.eng);
-    std::error_code ec;
-    std::filesystem::create_directories(f.eng.models_dir, ec);
-    if (!std::filesystem::is_directory(f.eng.models_dir)) {
-        std::cerr << "error: models directory " << f.eng.models_dir << " does not exist and cannot be created\n";
-        return 1;
+    // Everything a request would otherwise trip over later is checked now: a server that says it
+    // is listening must be able to serve.
+    if (auto st = check_engine_paths(f.eng); !st) {
+        std::cerr << "error: " << st.err().message << "\n";
+        return 2;
     }
-    for (const auto & k : split_keys(f.api_keys_env)) f.api.api_keys.push_back(k);
+    f.api.api_keys = collect_keys(f.api.api_keys, f.api_keys_env, f.api_keys_given);
+    if (auto st = api::check_api_keys(f.api.api_keys); !st) {
+        std::cerr << "error: " << st.err().message << " (--api-key, --api-keys, RUSTYCAGE_API_KEYS)\n";
+        return 2;
+    }
     f.listen.max_body_bytes = static_cast<size_t>(f.max_body_mb) << 20;
+    f.listen.header_timeout = std::chrono::milliseconds(static_cast<long long>(f.header_timeout_s * 1000));
 
     // Signals are taken synchronously by this thread; every thread started below inherits the mask.
     sigset_t signals;
@@ -100,8 +160,7 @@ int serve(serve_flags & f) {
     int sig = 0;
     sigwait(&signals, &sig);
     rc::log::info("serve", "stopping", {{"signal", sig}});
-    server.stop();
-    return 0;
+    return stop_within(server, signals, f.shutdown_timeout_s);
 }
 
 }  // namespace
@@ -116,7 +175,7 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_OLLAMA_PORT")->check(CLI::Range(-1, 65535))->capture_default_str();
     add_engine_flags(*cmd, f->eng);
     cmd->add_option("--api-key", f->api.api_keys, "Require this bearer key (repeatable); health stays public");
-    cmd->add_option("--api-keys", f->api_keys_env, "Comma-separated API keys")->envname("RUSTYCAGE_API_KEYS");
+    auto * keys = cmd->add_option("--api-keys", f->api_keys_env, "Comma-separated API keys")->envname("RUSTYCAGE_API_KEYS");
     cmd->add_option("--max-tokens", f->api.max_tokens_cap, "Upper bound for a request's max_tokens")
         ->envname("RUSTYCAGE_MAX_TOKENS")->check(CLI::Range(1, 1 << 24))->capture_default_str();
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
@@ -128,7 +187,16 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_KEEP_ALIVE")->capture_default_str();
     cmd->add_option("--max-queue", f->eng.engine.max_queue, "Requests a model may hold waiting; more get 503 + Retry-After")
         ->envname("RUSTYCAGE_MAX_QUEUE")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    cmd->callback([f, &action] { action = [f] { return serve(*f); }; });
+    cmd->add_option("--max-connections", f->listen.max_connections, "Open connections per port (each holds a thread); more are answered 503")
+        ->envname("RUSTYCAGE_MAX_CONNECTIONS")->check(CLI::Range(1, 65536))->capture_default_str();
+    cmd->add_option("--header-timeout", f->header_timeout_s, "Seconds a request's header block may take to arrive; slower clients get 408 and are disconnected")
+        ->envname("RUSTYCAGE_HEADER_TIMEOUT")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+    cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s, "Seconds in-flight requests get to finish after SIGTERM/SIGINT before the process exits anyway")
+        ->envname("RUSTYCAGE_SHUTDOWN_TIMEOUT")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+    cmd->callback([f, keys, &action] {
+        f->api_keys_given = keys->count() > 0 || std::getenv("RUSTYCAGE_API_KEYS") != nullptr;
+        action = [f] { return serve(*f); };
+    });
 }
 
 }  // namespace rc::cli

@@ -1,10 +1,12 @@
 #pragma once
-// What every route handler may use: the model manager, the server's API settings and its metrics.
+// What every route handler may use: the model manager, the server's API settings, its metrics and
+// the facts read from model files. One per server, shared by both listeners.
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "api/model_facts.h"
 #include "api/server_metrics.h"
 #include "models/model_manager.h"
 
@@ -25,6 +27,8 @@ struct api_context {
     std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
     // Never null. Shared so the context stays copyable; api_server wires its collectors.
     std::shared_ptr<server_metrics> metrics = std::make_shared<server_metrics>();
+    // GGUF header facts per model file (/api/tags, /api/show, /api/ps), read once per file version.
+    std::shared_ptr<model_facts_cache> facts = std::make_shared<model_facts_cache>();
 };
 
 }  // namespace rc::api

@@ -1,5 +1,7 @@
 #include "api/api_server.h"
 
+#include <strings.h>
+
 #include <algorithm>
 
 #include "api/api_error.h"
@@ -9,6 +11,7 @@
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
 #include "api/server_routes.h"
+#include "api/ui/ui_routes.h"
 #include "metrics/text_format.h"
 #include "util/log.h"
 
@@ -23,10 +26,41 @@ const char * cors_allow_headers = "Authorization, Content-Type, OpenAI-Organizat
                                   "X-Requested-With, User-Agent, Accept";
 
 // Health, version and metrics stay reachable without a key: load balancers and Prometheus scrapers
-// probe them, and they carry no prompts or outputs.
+// probe them, and they carry no prompts or outputs. So do the console's static pages, which must
+// load before they can ask for the key (its data routes are not public).
 bool is_public(const std::string & path) {
     return path == "/" || path == "/health" || path.rfind("/v1/health/", 0) == 0 || path == "/api/version" || path == "/v1/version" ||
-           path == "/metrics" || path == "/v1/metrics";
+           path == "/metrics" || path == "/v1/metrics" || ui::is_static_path(path);
+}
+
+std::string trim(const std::string & s) {
+    const auto b = s.find_first_not_of(" \t");
+    if (b == std::string::npos) return {};
+    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// The key a request presents: `Authorization: Bearer <key>` (scheme case-insensitive), else
+// `x-api-key`. Empty when it presents none.
+std::string presented_key(const http_request & req) {
+    const std::string auth = trim(req.header("authorization"));
+    if (auth.size() > 7 && strncasecmp(auth.c_str(), "bearer ", 7) == 0) return trim(auth.substr(7));
+    return trim(req.header("x-api-key"));
+}
+
+// Compares in time that depends on the lengths only, so response timing does not reveal how much
+// of a guess was right.
+bool same_key(const std::string & a, const std::string & b) {
+    if (a.size() != b.size()) return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+bool key_accepted(const std::vector<std::string> & keys, const std::string & presented) {
+    if (presented.empty()) return false;  // never, whatever the key list holds
+    bool ok = false;
+    for (const auto & k : keys) ok = same_key(k, presented) || ok;
+    return ok;
 }
 
 void add_cors(http_response & r, const http_request & req) {
@@ -35,9 +69,11 @@ void add_cors(http_response & r, const http_request & req) {
     r.headers.push_back({"Vary", "Origin"});
 }
 
-http_server_options server_options(api_context & ctx, size_t max_body) {
+http_server_options server_options(api_context & ctx, const listen_options & listen) {
     http_server_options o;
-    o.max_body_bytes = max_body;
+    o.max_body_bytes = listen.max_body_bytes;
+    o.max_connections = listen.max_connections;
+    o.header_timeout = listen.header_timeout;
     o.before = [&ctx](const http_request & req) -> std::unique_ptr<http_response> {
         if (req.method == "OPTIONS") {
             auto r = std::make_unique<http_response>();
@@ -50,9 +86,7 @@ http_server_options server_options(api_context & ctx, size_t max_body) {
             return r;
         }
         if (ctx.opts.api_keys.empty() || is_public(req.path)) return nullptr;
-        std::string auth = req.header("authorization");
-        std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.header("x-api-key");
-        if (std::find(ctx.opts.api_keys.begin(), ctx.opts.api_keys.end(), key) != ctx.opts.api_keys.end()) return nullptr;
+        if (key_accepted(ctx.opts.api_keys, presented_key(req))) return nullptr;
         auto r = std::make_unique<http_response>(error_response(dialect_for_path(req.path), 401, "invalid or missing API key"));
         r->headers.push_back({"WWW-Authenticate", "Bearer"});
         add_cors(*r, req);
@@ -79,6 +113,9 @@ http_server_options server_options(api_context & ctx, size_t max_body) {
     o.on_status = [](const http_request & req, int status) {
         std::string msg = status == 404 ? "no route for " + req.method + " " + req.path
                           : status == 413 ? "request body too large"
+                          : status == 408 ? "the request header did not arrive in time"
+                          : status == 431 ? "the request header is too large"
+                          : status == 503 ? "too many open connections; retry shortly"
                                           : "bad request";
         auto r = error_response(dialect_for_path(req.path), status, msg, {}, status == 404 ? "route_not_found" : "");
         add_cors(r, req);
@@ -110,6 +147,7 @@ std::vector<route> all_routes(api_context & ctx) {
     for (auto & r : kv_lookup_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : ui::ui_routes(ctx)) routes.push_back(std::move(r));
     // CORS preflight on any path: `before` answers it (204 + Allow-* headers); without a route
     // httplib would answer OPTIONS with 404 before `before` ever ran.
     routes.push_back({"OPTIONS", "/*", [](const http_request &) {
@@ -136,11 +174,27 @@ api_server::api_server(models::model_manager & models, api_options opts) : ctx_{
 
 api_server::~api_server() { stop(); }
 
+status check_api_keys(const std::vector<std::string> & keys) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+        const std::string & k = keys[i];
+        const std::string which = "API key " + std::to_string(i + 1) + " of " + std::to_string(keys.size());
+        if (k.empty()) return make_error(errc::invalid_argument, which + " is empty (an unset variable?): auth would be on with a key nobody can send");
+        if (k.size() > 4096) return make_error(errc::invalid_argument, which + " is longer than 4096 bytes");
+        for (unsigned char c : k) {
+            if (c <= 0x20 || c >= 0x7f)
+                return make_error(errc::invalid_argument, which + " holds a space, control or non-ASCII character; keys travel in an HTTP header");
+        }
+    }
+    return {};
+}
+
 status api_server::start(const listen_options & listen) {
+    // A key list the auth check could misread is refused outright, whoever built the options.
+    if (auto st = check_api_keys(ctx_.opts.api_keys); !st) return st;
     std::vector<int> ports = {listen.openai_port};
     if (listen.ollama_port >= 0) ports.push_back(listen.ollama_port);
     for (size_t i = 0; i < ports.size(); ++i) {
-        auto srv = std::make_unique<http_server>(all_routes(ctx_), server_options(ctx_, listen.max_body_bytes));
+        auto srv = std::make_unique<http_server>(all_routes(ctx_), server_options(ctx_, listen));
         auto bound = srv->bind(listen.host, ports[i]);
         if (!bound) {
             stop();

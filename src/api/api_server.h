@@ -2,6 +2,7 @@
 // The API process surface: one route table served on two listeners (OpenAI's default port and
 // Ollama's), with the cross-cutting pieces every route shares: the error barrier, API-key auth,
 // CORS and the access log.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,14 +19,21 @@ struct listen_options {
     int openai_port = 8080;   // 0: any free port
     int ollama_port = 11434;  // 0: any free port; -1: no second listener
     size_t max_body_bytes = 32u << 20;
+    int max_connections = 256;                        // per listener; more are answered 503
+    std::chrono::milliseconds header_timeout{10000};  // a request header must arrive whole within this
 };
+
+// Keys are compared as sent in an HTTP header: each must be non-empty printable ASCII without
+// spaces (trim them first). Errors: invalid_argument saying which key is wrong and why (never the key).
+status check_api_keys(const std::vector<std::string> & keys);
 
 class api_server {
   public:
     api_server(models::model_manager & models, api_options opts);
     ~api_server();
 
-    // Binds both ports and starts serving on background threads. Errors: io.
+    // Binds both ports and starts serving on background threads. Errors: io; invalid_argument for
+    // API keys check_api_keys() refuses.
     status start(const listen_options & listen);
     void stop();
     int openai_port() const { return openai_port_; }

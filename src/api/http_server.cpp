@@ -1,17 +1,44 @@
 #include "api/http_server.h"
 
 #include <cpp-httplib/httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <limits>
+
+#include "api/http_connection.h"
 
 namespace rc::api {
 
+namespace {
+
+// httplib's server with our connection loop (api/http_connection.h): a read buffer that lives as
+// long as the connection (pipelined requests are all answered, in order), a deadline on each
+// header block, and a cap on open connections. httplib still parses and routes every request.
+class guarded_server final : public httplib::Server {
+  public:
+    explicit guarded_server(const http_server_options & o) : o_(o) {}
+
+  private:
+    bool process_and_close_socket(socket_t sock) override;
+    // Answers `status` (with the API's error body for the request line seen, if any) and closes.
+    void refuse(detail::connection_stream & strm, int status);
+
+    const http_server_options & o_;
+    std::atomic<int> open_{0};
+};
+
+}  // namespace
+
 struct http_server::impl {
-    httplib::Server server;
     http_server_options opts;
+    guarded_server server{opts};
     std::map<std::string, std::string> route_of_pattern;  // httplib's pattern → ours (they differ for "*")
 };
 
@@ -62,6 +89,11 @@ class stream_completion {
     bool reported_ = false;
 };
 
+// Whether a body follows the header (so not answering it means closing the connection).
+bool has_request_body(const httplib::Request & req) {
+    return req.get_header_value_u64("Content-Length") > 0 || req.has_header("Transfer-Encoding");
+}
+
 void apply(const http_response & in, httplib::Response & out) {
     out.status = in.status;
     for (const auto & [k, v] : in.headers) out.set_header(k, v);
@@ -80,18 +112,97 @@ void apply(const http_response & in, httplib::Response & out) {
     }
 }
 
+const char * reason_phrase(int status) {
+    switch (status) {
+        case 408: return "Request Timeout";
+        case 431: return "Request Header Fields Too Large";
+        case 503: return "Service Unavailable";
+        default: return "Error";
+    }
+}
+
+// Threads beyond max_connections, so that connections over the cap still find one to be refused on.
+constexpr int k_refusal_threads = 16;
+
+bool guarded_server::process_and_close_socket(socket_t sock) {
+    struct counted {
+        std::atomic<int> & n;
+        int now;
+        explicit counted(std::atomic<int> & c) : n(c), now(++c) {}
+        ~counted() { --n; }
+    } slot(open_);
+    detail::connection_stream strm(sock, o_.read_timeout, o_.write_timeout);
+    auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
+    if (slot.now > o_.max_connections) {
+        // Wait briefly for the request line so the 503 can speak the client's dialect.
+        strm.read_header(std::chrono::steady_clock::now() + std::min(o_.header_timeout, std::chrono::milliseconds(1000)), o_.max_header_bytes, stopping);
+        refuse(strm, 503);
+        return true;
+    }
+    std::string remote_addr, local_addr;
+    int remote_port = 0, local_port = 0;
+    strm.get_remote_ip_and_port(remote_addr, remote_port);
+    strm.get_local_ip_and_port(local_addr, local_port);
+    bool ret = true;
+    for (size_t left = keep_alive_max_count_; left > 0; --left) {
+        if (!strm.wait_for_request(o_.keep_alive_idle, stopping)) break;
+        auto state = strm.read_header(std::chrono::steady_clock::now() + o_.header_timeout, o_.max_header_bytes, stopping);
+        if (state == detail::connection_stream::header_state::closed) break;
+        if (state != detail::connection_stream::header_state::complete) {
+            refuse(strm, state == detail::connection_stream::header_state::timed_out ? 408 : 431);
+            return true;
+        }
+        bool connection_closed = false;
+        ret = serve_guarded([&] {
+            return process_request(strm, remote_addr, remote_port, local_addr, local_port, left == 1, connection_closed, nullptr);
+        });
+        if (!ret || connection_closed) break;
+    }
+    strm.close_gracefully();
+    return ret;
+}
+
+void guarded_server::refuse(detail::connection_stream & strm, int status) {
+    http_request req;
+    strm.peek_request_line(req.method, req.path);
+    http_response body;
+    body.status = status;
+    body.content_type = "text/plain";
+    body.body = reason_phrase(status);
+    if (o_.on_status) body = o_.on_status(req, status);
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
+    out += "Content-Type: " + body.content_type + "\r\nContent-Length: " + std::to_string(body.body.size()) + "\r\nConnection: close\r\n";
+    bool has_retry_after = false;
+    for (const auto & [k, v] : body.headers) {
+        has_retry_after = has_retry_after || k == "Retry-After";
+        out += k + ": " + v + "\r\n";
+    }
+    if (status == 503 && !has_retry_after) out += "Retry-After: 1\r\n";
+    out += "\r\n" + body.body;
+    strm.write_all(out);
+    if (o_.on_complete) o_.on_complete(req, status, 0);
+    strm.close_gracefully();
+}
+
+// SO_REUSEADDR only (a restart may bind while old connections linger in TIME_WAIT). httplib's
+// default adds SO_REUSEPORT, which lets a second process bind the same port and take half of the
+// connections.
+void exclusive_socket_options(socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+}
+
 }  // namespace
 
 http_server::http_server(std::vector<route> routes, http_server_options opts) : impl_(std::make_unique<impl>()) {
     impl_->opts = std::move(opts);
     auto & srv = impl_->server;
     auto * o = &impl_->opts;
-    const int max_threads = o->max_threads;
-    // Keep-alive clients hold a thread while idle between requests; a large base pool means a burst of
-    // new streams never waits for the pool to grow.
-    srv.new_task_queue = [max_threads] { return new httplib::ThreadPool(64, static_cast<size_t>(max_threads)); };
-    srv.set_read_timeout(600);
-    srv.set_write_timeout(600);
+    const size_t max_threads = static_cast<size_t>(std::max(1, o->max_connections) + k_refusal_threads);
+    // Each connection holds a thread; a base pool of 64 means a burst of new streams rarely waits
+    // for the pool to grow.
+    srv.new_task_queue = [max_threads] { return new httplib::ThreadPool(std::min<size_t>(64, max_threads), max_threads); };
+    srv.set_socket_options(exclusive_socket_options);
     srv.set_keep_alive_max_count(1000);
 
     // Every body is read through a content reader so that the size limit is ours to apply: JSON
@@ -103,6 +214,7 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
         if (req.get_header_value_u64("Content-Length") <= o->max_body_bytes) return httplib::Server::HandlerResponse::Unhandled;
         res.status = 413;
         if (o->on_status) apply(o->on_status(convert(req, false), 413), res);
+        res.set_header("Connection", "close");
         return httplib::Server::HandlerResponse::Handled;
     });
 
@@ -116,15 +228,10 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
             r.body = std::move(body);
             r.route = route;
             http_response out;
-            std::unique_ptr<http_response> early = o->before ? o->before(r) : nullptr;
-            if (early) {
-                out = std::move(*early);
-            } else {
-                try {
-                    out = up && reader ? up(r, *reader) : h(r);
-                } catch (...) {
-                    out = o->on_exception(r, std::current_exception());
-                }
+            try {
+                out = up && reader ? up(r, *reader) : h(r);
+            } catch (...) {
+                out = o->on_exception(r, std::current_exception());
             }
             if (out.stream && o->on_complete) {
                 // A streamed body is produced after this returns; report once the stream ends.
@@ -137,8 +244,23 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
             }
             apply(out, res);  // a plain response is reported by the post-routing handler below
         };
-        auto plain = [run](const httplib::Request & req, httplib::Response & res) { run(req, res, req.body, nullptr); };
-        auto with_body = [run, up, o](const httplib::Request & req, httplib::Response & res, const httplib::ContentReader & content) {
+        // `before` (auth, CORS preflight) decides before any body is read: a refused client cannot
+        // make us buffer megabytes, and its unread body is dropped with the connection.
+        auto refused_early = [o, route = rt.pattern](const httplib::Request & req, httplib::Response & res) {
+            if (!o->before) return false;
+            http_request r = convert(req, false);
+            r.route = route;
+            std::unique_ptr<http_response> early = o->before(r);
+            if (!early) return false;
+            apply(*early, res);
+            if (has_request_body(req)) res.set_header("Connection", "close");
+            return true;
+        };
+        auto plain = [run, refused_early](const httplib::Request & req, httplib::Response & res) {
+            if (!refused_early(req, res)) run(req, res, req.body, nullptr);
+        };
+        auto with_body = [run, up, o, refused_early](const httplib::Request & req, httplib::Response & res, const httplib::ContentReader & content) {
+            if (refused_early(req, res)) return;
             if (up) {
                 body_reader reader = [&content](const std::function<bool(const char *, size_t)> & sink) {
                     return content([&sink](const char * d, size_t n) { return sink(d, n); });
@@ -159,6 +281,7 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
             if (too_large || !whole) {
                 res.status = too_large ? 413 : 400;
                 if (o->on_status) apply(o->on_status(convert(req, false), res.status), res);
+                res.set_header("Connection", "close");  // never read the rest of an oversized body
                 return;
             }
             run(req, res, std::move(body), nullptr);
@@ -192,8 +315,17 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
 http_server::~http_server() { stop(); }
 
 result<int> http_server::bind(const std::string & host, int port) {
+    errno = 0;
     int bound = port == 0 ? impl_->server.bind_to_any_port(host) : (impl_->server.bind_to_port(host, port) ? port : -1);
-    if (bound <= 0) return make_error(errc::io, "cannot listen on " + host + ":" + std::to_string(port) + " (in use or not permitted)");
+    if (bound <= 0) {
+        const int err = errno;
+        std::string why = err == EADDRINUSE ? "the address is already in use (is another server running on this port?)"
+                          : err == EACCES   ? "permission denied (ports below 1024 need privileges)"
+                          : err == EADDRNOTAVAIL ? "the address is not one of this machine's"
+                          : err != 0        ? std::strerror(err)
+                                            : "the host name did not resolve or the socket could not be opened";
+        return make_error(errc::io, "cannot listen on " + host + ":" + std::to_string(port) + ": " + why);
+    }
     return bound;
 }
 

@@ -2,6 +2,7 @@
 // Our small HTTP interface (the library behind it is cpp-httplib from the pinned llama.cpp tree; no
 // other file includes httplib.h). A handler returns a response; a streaming response carries a
 // function that writes chunks on the connection's thread and learns when the client went away.
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <map>
@@ -63,14 +64,24 @@ struct route {
 
 struct http_server_options {
     size_t max_body_bytes = 32u << 20;
-    int max_threads = 256;  // each streaming client holds a thread while it streams
+    // Connections open at once (each holds a thread while it is open: streaming clients while they
+    // stream, keep-alive clients while idle). One more is answered 503 with Retry-After and closed.
+    int max_connections = 256;
+    // A request's header block must arrive whole within this of its first byte (slowloris clients
+    // trickle one); otherwise 408 and the connection is closed.
+    std::chrono::milliseconds header_timeout{10000};
+    size_t max_header_bytes = 64u << 10;              // a larger header block: 431, closed
+    std::chrono::milliseconds keep_alive_idle{5000};  // a connection with no request (new or kept alive) is closed after this
+    std::chrono::milliseconds read_timeout{60000};    // longest silence while a body is being read
+    std::chrono::milliseconds write_timeout{600000};  // longest wait for a client to accept response bytes
     // Called exactly once for every request, also those no route matched (route empty) and those
     // the HTTP layer rejected (413, malformed): right before the response is written, or for a
     // streamed body once the stream function returned (before the final chunk). Either way a client
     // that has read the whole response finds it counted. `ms`: from the request's arrival. The
     // request's `body` is empty. Runs on the connection's thread; must not throw.
     std::function<void(const http_request &, int status, double ms)> on_complete;
-    // Called for any request before routing; a returned response short-circuits (auth, CORS).
+    // Called for any request before routing and before its body is read; a returned response
+    // short-circuits (auth, CORS), and the connection is then closed rather than the body read.
     std::function<std::unique_ptr<http_response>(const http_request &)> before;
     // Turns an exception escaping a handler into a response (the one error barrier).
     std::function<http_response(const http_request &, std::exception_ptr)> on_exception;
@@ -85,7 +96,9 @@ class http_server {
     http_server(const http_server &) = delete;
     http_server & operator=(const http_server &) = delete;
 
-    // Binds; port 0 picks a free port. Returns the bound port. Errors: io (address in use, …).
+    // Binds exclusively (no SO_REUSEPORT: a second server on the same port fails here instead of
+    // splitting the traffic); port 0 picks a free port. Returns the bound port. Errors: io
+    // (address in use, not permitted, …).
     result<int> bind(const std::string & host, int port);
     // Serves until stop(); call after bind(), typically on its own thread.
     void serve();

@@ -1,13 +1,62 @@
 #include "api/json_fields.h"
 
 #include <cmath>
+#include <string_view>
 
 #include "api/api_error.h"
 
 namespace rc::api {
 
+namespace {
+
+// Depth and value count of JSON text without building it: one pass that skips strings (escapes
+// included). Commas and openings count the values closely enough for a bound. Stops at the first
+// level past the limit, so a 100,000-deep body costs no more than its first 64 brackets.
+void check_shape(std::string_view text) {
+    int depth = 0;
+    size_t values = 1;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        switch (c) {
+            case '"': in_string = true; break;
+            case '{':
+            case '[':
+                if (++depth > max_json_depth)
+                    bad_request("request body is nested deeper than " + std::to_string(max_json_depth) + " levels");
+                ++values;
+                break;
+            case '}':
+            case ']': --depth; break;
+            case ',': ++values; break;
+            default: break;
+        }
+    }
+    if (values > max_json_values)
+        throw api_error(413, "request body holds more than " + std::to_string(max_json_values) + " JSON values");
+}
+
+}  // namespace
+
+std::optional<json> parse_json_bounded(const std::string & text) {
+    try {
+        check_shape(text);
+        json j = json::parse(text, nullptr, false);
+        if (j.is_discarded()) return std::nullopt;
+        return j;
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+}
+
 json parse_body(const http_request & req) {
     if (req.body.empty()) bad_request("request body is empty; expected a JSON object");
+    check_shape(req.body);
     json j;
     try {
         j = json::parse(req.body);
@@ -91,6 +140,20 @@ std::vector<std::string> opt_string_list(const json & j, const char * key, size_
         bad_request(std::string("'") + key + "' must be a string or a list of strings", key);
     }
     if (out.size() > max_items) bad_request(std::string("'") + key + "' has more than " + std::to_string(max_items) + " items", key);
+    return out;
+}
+
+std::vector<int32_t> read_token_ids(const json & arr, const std::string & field) {
+    if (!arr.is_array()) bad_request("'" + field + "' must be an array of token ids", field);
+    std::vector<int32_t> out;
+    out.reserve(arr.size());
+    for (const auto & t : arr) {
+        // Unsigned values above INT64_MAX read as negative through get<long long>: check the kind first.
+        bool in_range = t.is_number_unsigned() ? t.get<unsigned long long>() <= 0x7fffffffULL
+                                               : t.is_number_integer() && t.get<long long>() >= 0 && t.get<long long>() <= 0x7fffffffLL;
+        if (!in_range) bad_request("'" + field + "' must hold token ids: integers from 0 below the vocabulary size", field);
+        out.push_back(static_cast<int32_t>(t.get<long long>()));
+    }
     return out;
 }
 

@@ -63,23 +63,24 @@ void server_metrics::collect_models(const models::model_manager & models) {
     auto * total = registry.add_collected("rustycage_kv_cells_capacity", "KV cells of the model's context.", metric_type::gauge, {"model"}).value();
     auto * loaded = registry.add_collected("rustycage_models_loaded", "Models loaded and serving.", metric_type::gauge).value();
     registry.add_collector([&models, queue, running, used, total, loaded](metrics::scrape_sink & s) {
-        auto all = models.loaded();
-        s.add(*loaded, {}, static_cast<double>(all.size()));
-        for (const auto & m : all) {
-            if (!m.engine) continue;
-            auto st = m.engine->stats();
+        size_t n = 0;
+        models.visit_loaded([&](const models::loaded_model & m, const engine::engine & e) {
+            ++n;
+            auto st = e.stats();
             s.add(*queue, {m.name}, st.queued);
             s.add(*running, {m.name}, st.running);
-            if (m.engine->is_embedding()) continue;  // encoders keep no KV cache
+            if (e.is_embedding()) return;  // encoders keep no KV cache
             s.add(*used, {m.name}, st.kv_cells_used);
             s.add(*total, {m.name}, st.n_ctx);
-        }
+        });
+        s.add(*loaded, {}, static_cast<double>(n));
     });
     collect_kv_tiers(models);
 }
 
-// The KV tiers' counters live in each engine's kv_manager: collected at scrape time, so a model's
-// series end when it is unloaded (a series that stops is not a counter reset).
+// The KV planner's counters live in each engine (engine::kv_stats): collected at scrape time, so a model's
+// series end when it is unloaded (a series that stops is not a counter reset). A scrape holds no
+// model: it visits the loaded ones under the manager's lock.
 void server_metrics::collect_kv_tiers(const models::model_manager & models) {
     using metrics::metric_type;
     auto add = [&](const char * name, const char * help, metric_type t, std::vector<std::string> labels) {
@@ -97,43 +98,68 @@ void server_metrics::collect_kv_tiers(const models::model_manager & models) {
     auto * corrupt = add("rustycage_kv_corrupt_blocks_total", "Disk blocks dropped because their header or checksum was wrong.",
                          metric_type::counter, {"model"});
     auto * promotion_seconds = add("rustycage_kv_promotion_seconds",
-                                   "Time to bring one block into the context, by source tier (disk: read by the I/O pool, then restored).",
+                                   "Time to bring one block up a tier, by source tier (host: restored into the context; disk: read and verified by the I/O pool).",
                                    metric_type::histogram, {"model", "source"});
+    auto * restore_seconds = add("rustycage_kv_restore_seconds",
+                                 "Time from admission until a request's reused prefix is in the context, by the slowest tier it came from "
+                                 "(disk: reads and restores overlap).",
+                                 metric_type::histogram, {"model", "source"});
     auto * bytes = add("rustycage_kv_tier_bytes", "Bytes of KV blocks held in a tier.", metric_type::gauge, {"model", "tier"});
     auto * budget = add("rustycage_kv_tier_budget_bytes", "Byte budget of a tier.", metric_type::gauge, {"model", "tier"});
     auto * blocks = add("rustycage_kv_tier_blocks", "KV blocks held in a tier.", metric_type::gauge, {"model", "tier"});
-    registry.add_collector([&models, cached, tokens, moves, move_bytes, evictions, corrupt, promotion_seconds, bytes, budget,
-                            blocks](metrics::scrape_sink & s) {
-        for (const auto & m : models.loaded()) {
-            if (!m.engine || m.engine->is_embedding()) continue;
-            s.add(*cached, {m.name}, m.engine->stats().kv_cells_cached);
-            kv::kv_manager * kv = m.engine->kv();
-            if (!kv) continue;
-            auto & st = kv->stats();
-            for (int i = 0; i < 4; ++i) {
-                s.add(*tokens, {m.name, kv::source_names[i]}, static_cast<double>(st.prompt_tokens[i].load()));
-                s.add(*moves, {m.name, kv::move_from[i], kv::move_to[i]}, static_cast<double>(st.moves[i].load()));
-                s.add(*move_bytes, {m.name, kv::move_from[i], kv::move_to[i]}, static_cast<double>(st.move_bytes[i].load()));
+    auto * preemptions = add("rustycage_kv_preemptions_total",
+                             "Running sequences swapped out to the tiers below because the context ran out of cells (resumed later).",
+                             metric_type::counter, {"model"});
+    auto * missing = add("rustycage_kv_missing_blocks_total", "Disk blocks dropped because their file vanished.", metric_type::counter,
+                         {"model"});
+    auto * step_seconds = add("rustycage_engine_step_seconds", "Wall time of one engine step (one llama_decode).", metric_type::histogram,
+                              {"model"});
+    auto * step_tokens = add("rustycage_engine_step_tokens", "Tokens in one engine step (decode tokens plus the prefill chunk).",
+                             metric_type::histogram, {"model"});
+    auto * chunks = add("rustycage_engine_prefill_chunks_total", "Prefill chunks decoded (a prompt takes one or more).", metric_type::counter,
+                        {"model"});
+    auto * step_budget = add("rustycage_engine_prefill_budget_tokens",
+                             "Prefill tokens a step may carry while streams decode (from the step cost model and --max-step-ms).",
+                             metric_type::gauge, {"model"});
+    auto histogram = [](const kv::histogram_snapshot & h) {
+        metrics::scrape_sink::histogram_sample hs;
+        hs.bounds = h.bounds;
+        uint64_t running = 0;
+        for (uint64_t b : h.buckets) hs.cumulative.push_back(running += b);
+        hs.sum = h.sum;
+        return hs;
+    };
+    registry.add_collector([&models, cached, tokens, moves, move_bytes, evictions, corrupt, promotion_seconds, restore_seconds, bytes, budget, blocks,
+                            preemptions, missing, step_seconds, step_tokens, chunks, step_budget, histogram](metrics::scrape_sink & s) {
+        models.visit_loaded([&](const models::loaded_model & m, const engine::engine & e) {
+            if (e.is_embedding()) return;
+            const auto es = e.stats();
+            s.add(*cached, {m.name}, es.kv_cells_cached);
+            s.add_histogram(*step_seconds, {m.name}, histogram(es.step_seconds));
+            s.add_histogram(*step_tokens, {m.name}, histogram(es.step_tokens));
+            s.add(*chunks, {m.name}, static_cast<double>(es.prefill_chunks));
+            s.add(*step_budget, {m.name}, es.prefill_budget);
+            const kv::kv_stats_snapshot st = e.kv_stats();
+            s.add(*preemptions, {m.name}, static_cast<double>(st.preemptions));
+            if (!e.kv()) return;
+            for (const auto & [name, field] : kv::k_source_fields) s.add(*tokens, {m.name, name}, static_cast<double>(st.prompt_tokens.*field));
+            for (const auto & f : kv::k_move_fields) {
+                s.add(*moves, {m.name, f.from, f.to}, static_cast<double>((st.moves.*f.field).blocks));
+                s.add(*move_bytes, {m.name, f.from, f.to}, static_cast<double>((st.moves.*f.field).bytes));
             }
-            for (int i = 0; i < 3; ++i) s.add(*evictions, {m.name, kv::tier_names[i]}, static_cast<double>(st.evictions[i].load()));
-            s.add(*corrupt, {m.name}, static_cast<double>(kv->corrupt_blocks()));
-            for (int i = 0; i < 2; ++i) {
-                const auto & h = st.promotion_latency[i];
-                metrics::scrape_sink::histogram_sample hs;
-                hs.bounds.assign(h.bounds.begin(), h.bounds.end());
-                uint64_t running = 0;
-                for (const auto & b : h.buckets) hs.cumulative.push_back(running += b.load());
-                hs.sum = static_cast<double>(h.sum_us.load()) / 1e6;
-                s.add_histogram(*promotion_seconds, {m.name, i == 0 ? "host" : "disk"}, std::move(hs));
+            for (const auto & [name, field] : kv::k_tier_fields) s.add(*evictions, {m.name, name}, static_cast<double>(st.evictions.*field));
+            s.add(*corrupt, {m.name}, static_cast<double>(st.corrupt_blocks));
+            s.add(*missing, {m.name}, static_cast<double>(st.missing_blocks));
+            s.add_histogram(*promotion_seconds, {m.name, "host"}, histogram(st.promotion_host));
+            s.add_histogram(*promotion_seconds, {m.name, "disk"}, histogram(st.promotion_disk));
+            s.add_histogram(*restore_seconds, {m.name, "host"}, histogram(st.restore_host));
+            s.add_histogram(*restore_seconds, {m.name, "disk"}, histogram(st.restore_disk));
+            for (const auto & [tier, usage] : {std::pair{"host", st.host}, std::pair{"disk", st.disk}}) {
+                s.add(*bytes, {m.name, tier}, static_cast<double>(usage.bytes));
+                s.add(*budget, {m.name, tier}, static_cast<double>(usage.budget));
+                s.add(*blocks, {m.name, tier}, static_cast<double>(usage.blocks));
             }
-            const auto & o = kv->options();
-            s.add(*bytes, {m.name, "host"}, static_cast<double>(kv->host_bytes()));
-            s.add(*bytes, {m.name, "disk"}, static_cast<double>(kv->disk_bytes()));
-            s.add(*budget, {m.name, "host"}, kv->host_enabled() ? static_cast<double>(o.host_budget) : 0.0);
-            s.add(*budget, {m.name, "disk"}, kv->disk_enabled() ? static_cast<double>(o.disk_budget) : 0.0);
-            s.add(*blocks, {m.name, "host"}, static_cast<double>(kv->host_blocks()));
-            s.add(*blocks, {m.name, "disk"}, static_cast<double>(kv->disk_blocks()));
-        }
+        });
     });
 }
 

@@ -19,8 +19,11 @@
 //   rustycage_build_info{version,llama_commit}       gauge     always 1
 //   rustycage_kv_*                                   KV tiers (docs/KV_TIERING.md): prompt tokens by
 //                                                    source, block moves and bytes per tier pair,
-//                                                    evictions, corrupt blocks, promotions and their
-//                                                    time, bytes / budget / blocks per tier
+//                                                    evictions, preemptions, corrupt and missing blocks,
+//                                                    promotions and restores and their time, bytes /
+//                                                    budget / blocks per tier
+//   rustycage_engine_step_*, _prefill_*              scheduling: step time and tokens, prefill chunks,
+//                                                    the per-step prefill budget (docs/KV_TIERING.md)
 //
 // A "finished request" is one engine request: each choice of n, each prompt of a list, each input
 // of an embeddings batch (an embedding counts as `stop`). The capacity gauge is not called
@@ -28,10 +31,10 @@
 //
 // Why the per-model counters are counted from events and not read from engine_stats: an engine's
 // counters die with it, so a model unload (or an unload + reload) would make a scraped counter drop,
-// which Prometheus reads as a restart. Counted here instead (generation_meter in generation_pump.h,
-// at the terminal event each route's pump sees), they live as long as the process and never go
-// backwards. A route counts here only when it pumps with a generation_meter. The gauges are read
-// from the engines at scrape time, so they cannot go stale.
+// which Prometheus reads as a restart. Counted here instead (generation_meter in generation_meter.h,
+// at the terminal event the session sees), they live as long as the process and never go
+// backwards. Every generation and embedding counts here (generation_session and run_embeddings meter
+// each request). The gauges are read from the engines at scrape time, so they cannot go stale.
 #include <string>
 
 #include "metrics/registry.h"

@@ -1,8 +1,8 @@
 #include "api/server_routes.h"
 
-#include <json.h>
-
 #include "api/api_error.h"
+#include "api/chat_messages.h"
+#include "api/generation_session.h"
 #include "api/json_fields.h"
 #include "engine/chat_format.h"
 #include "util/utf8.h"
@@ -11,30 +11,26 @@ namespace rc::api {
 
 namespace {
 
-struct named_engine {
-    std::string name;
-    std::shared_ptr<engine::engine> engine;
+struct resolved_model {
+    std::string name;  // the catalog's
+    models::model_lease lease;
 };
 
 // The model a request names, else the first loaded model, else the only servable one. Loads it when
 // needed (a model that is loading is not an error: the request waits). 400 when none can be chosen,
 // 404 when the name is unknown.
-named_engine resolve_model(api_context & ctx, const std::optional<std::string> & requested) {
-    std::string name;
+resolved_model resolve_model(api_context & ctx, const std::optional<std::string> & requested) {
+    std::optional<models::model_entry> entry;
     if (requested) {
-        auto entry = ctx.models.catalog().find(*requested);
-        if (!entry) raise(entry.err());
-        name = entry->name;
+        entry = find_model_entry(ctx, *requested);
     } else if (auto loaded = ctx.models.loaded(); !loaded.empty()) {
-        name = loaded.front().name;
+        entry = find_model_entry(ctx, loaded.front().name);
     } else if (auto servable = ctx.models.catalog().list(); servable.size() == 1) {
-        name = servable.front().name;
+        entry = std::move(servable.front());
     } else {
         bad_request("'model' is required: " + std::to_string(servable.size()) + " models are servable and none is loaded", "model");
     }
-    auto e = ctx.models.acquire(name);
-    if (!e) raise(e.err());
-    return {name, e.value()};
+    return {entry->name, lease_model(ctx, *entry)};
 }
 
 http_response json_ok(const json & body) {
@@ -44,13 +40,21 @@ http_response json_ok(const json & body) {
 }
 
 // llama-server's shape for a piece: the text when it is valid UTF-8, else its bytes.
-json piece_json(const std::string & piece) {
-    if (utf8::is_valid(piece)) return piece;
-    json bytes = json::array();
-    for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
-    return bytes;
+void append_piece(std::string & out, const std::string & piece) {
+    if (utf8::is_valid(piece)) {
+        out += dump(json(piece));
+        return;
+    }
+    out += '[';
+    for (size_t i = 0; i < piece.size(); ++i) {
+        if (i) out += ',';
+        out += std::to_string(static_cast<unsigned char>(piece[i]));
+    }
+    out += ']';
 }
 
+// The answer is written as text, not built as a JSON tree: a tree of millions of {id, piece}
+// objects took gigabytes for a large body; this takes a few bytes per token.
 http_response tokenize(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     auto content = opt_string(body, "content");
@@ -58,61 +62,52 @@ http_response tokenize(api_context & ctx, const http_request & req) {
     bool add_special = opt_bool(body, "add_special").value_or(false);
     bool with_pieces = opt_bool(body, "with_pieces").value_or(false);
     auto m = resolve_model(ctx, opt_string(body, "model"));
-    const auto & model = m.engine->model();
+    const auto & model = m.lease.engine().model();
+    body = json();  // the parsed content is no longer needed
     // Like llama-server: special-token text ("<|im_start|>") becomes the special token.
     auto tokens = model.tokenize(*content, add_special, true);
-    json out = json::array();
-    for (llama_token t : tokens) {
-        if (with_pieces) out.push_back({{"id", t}, {"piece", piece_json(model.token_to_piece(t, true))}});
-        else out.push_back(t);
+    content.reset();
+    http_response r;
+    r.body = "{\"tokens\":[";
+    r.body.reserve(tokens.size() * (with_pieces ? 24 : 7) + 16);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (i) r.body += ',';
+        if (!with_pieces) {
+            r.body += std::to_string(tokens[i]);
+            continue;
+        }
+        r.body += "{\"id\":" + std::to_string(tokens[i]) + ",\"piece\":";
+        append_piece(r.body, model.token_to_piece(tokens[i], true));
+        r.body += '}';
     }
-    return json_ok({{"tokens", out}});
+    r.body += "]}";
+    return r;
 }
 
 http_response detokenize(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     auto it = body.find("tokens");
     if (it == body.end() || it->is_null()) bad_request("'tokens' is required", "tokens");
-    if (!it->is_array()) bad_request("'tokens' must be an array of token ids", "tokens");
+    auto ids = read_token_ids(*it, "tokens");
     auto m = resolve_model(ctx, opt_string(body, "model"));
-    const auto & model = m.engine->model();
-    std::vector<llama_token> tokens;
-    for (const auto & t : *it) {
-        if (!t.is_number_integer() || !model.valid_token(t.get<llama_token>()))
+    const auto & model = m.lease.engine().model();
+    for (int32_t t : ids) {
+        if (!model.valid_token(t))
             bad_request("'tokens' must be integers within the vocabulary (0.." + std::to_string(model.info().n_vocab - 1) + ")", "tokens");
-        tokens.push_back(t.get<llama_token>());
     }
-    return json_ok({{"content", model.detokenize(tokens, true)}});
+    return json_ok({{"content", model.detokenize(std::vector<llama_token>(ids.begin(), ids.end()), true)}});
 }
 
 // body.messages (+ tools, add_generation_prompt) as the model's chat template renders them.
 std::string render_messages(const json & body, const llama::model & model, bool generation_prompt_default) {
     auto messages = body.find("messages");
     if (messages == body.end() || messages->is_null()) bad_request("'messages' is required", "messages");
-    if (!messages->is_array() || messages->empty()) bad_request("'messages' must be a non-empty array", "messages");
-    json msgs = *messages;
-    for (size_t i = 0; i < msgs.size(); ++i) {
-        if (!msgs[i].is_object() || !msgs[i].contains("role") || !msgs[i]["role"].is_string())
-            bad_request("messages[" + std::to_string(i) + "] must be an object with a string 'role'", "messages");
-        if (msgs[i]["role"] == "developer") msgs[i]["role"] = "system";  // as the chat route does
-    }
     engine::chat_input in;
-    try {
-        in.messages = common_chat_msgs_parse_oaicompat(common_json::parse(dump(msgs)));
-    } catch (const std::exception & e) {
-        bad_request(std::string("'messages': ") + e.what(), "messages");
-    }
-    if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
-        if (!tools->is_array()) bad_request("'tools' must be an array", "tools");
-        try {
-            in.tools = common_chat_tools_parse_oaicompat(common_json::parse(dump(*tools)));
-        } catch (const std::exception & e) {
-            bad_request(std::string("'tools': ") + e.what(), "tools");
-        }
-    }
+    in.messages = read_chat_messages(*messages);
+    if (auto tools = body.find("tools"); tools != body.end()) in.tools = read_chat_tools(*tools);
     in.add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(generation_prompt_default);
     auto rendered = engine::render_chat(model, in);
-    if (!rendered) raise(rendered.err());
+    if (!rendered) raise(rendered.err(), "messages");
     return rendered->text;
 }
 
@@ -120,7 +115,7 @@ http_response apply_template(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     if (!body.contains("messages") || body["messages"].is_null()) bad_request("'messages' is required", "messages");
     auto m = resolve_model(ctx, opt_string(body, "model"));
-    return json_ok({{"prompt", render_messages(body, m.engine->model(), true)}});
+    return json_ok({{"prompt", render_messages(body, m.lease.engine().model(), true)}});
 }
 
 // A hint that a conversation resumes soon: its KV blocks on disk are read into host RAM now, so
@@ -130,22 +125,23 @@ http_response apply_template(api_context & ctx, const http_request & req) {
 http_response prefetch(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     auto m = resolve_model(ctx, opt_string(body, "model"));
-    const auto & model = m.engine->model();
+    auto & eng = m.lease.engine();
+    const auto & model = eng.model();
     std::vector<llama_token> tokens;
     if (body.contains("messages") && !body["messages"].is_null()) {
         tokens = model.tokenize(render_messages(body, model, false), true, true);
     } else if (auto it = body.find("prompt"); it != body.end() && it->is_string()) {
         tokens = model.tokenize(it->get<std::string>(), true, false);
     } else if (it != body.end() && it->is_array()) {
-        for (const auto & t : *it) {
-            if (!t.is_number_integer() || !model.valid_token(t.get<llama_token>())) bad_request("'prompt' token ids must be within the vocabulary", "prompt");
-            tokens.push_back(t.get<llama_token>());
+        for (int32_t t : read_token_ids(*it, "prompt")) {
+            if (!model.valid_token(t)) bad_request("'prompt' token ids must be within the vocabulary", "prompt");
+            tokens.push_back(t);
         }
     } else {
         bad_request("'messages' or 'prompt' (a string or token ids) is required", "prompt");
     }
     if (tokens.empty()) bad_request("nothing to prefetch: the prompt is empty", "prompt");
-    bool scheduled = m.engine->prefetch(std::move(tokens), opt_string(body, "cache_salt").value_or(""));
+    bool scheduled = eng.prefetch(std::move(tokens), opt_string(body, "cache_salt").value_or(""));
     http_response r = json_ok({{"model", m.name}, {"scheduled", scheduled}});
     r.status = scheduled ? 202 : 200;
     return r;
@@ -159,19 +155,20 @@ http_response props(api_context & ctx, const http_request & req) {
     std::optional<std::string> requested;
     if (auto it = req.query.find("model"); it != req.query.end() && !it->second.empty()) requested = it->second;
     auto m = resolve_model(ctx, requested);
-    const auto & model = m.engine->model();
+    const auto & eng = m.lease.engine();
+    const auto & model = eng.model();
     auto token_text = [&](llama_token t) { return t == LLAMA_TOKEN_NULL ? std::string() : model.token_to_piece(t, true); };
     std::string tmpl = model.templates() ? common_chat_templates_source(model.templates()) : std::string();
     json out = {
         {"model", m.name},
         {"model_path", model.path()},
-        {"n_ctx", m.engine->n_ctx()},
+        {"n_ctx", eng.n_ctx()},
         {"total_slots", ctx.opts.n_parallel},
-        {"default_generation_settings", {{"model", m.name}, {"n_ctx", m.engine->n_ctx()}}},
+        {"default_generation_settings", {{"model", m.name}, {"n_ctx", eng.n_ctx()}}},
         {"chat_template", tmpl},
         {"bos_token", token_text(llama_vocab_bos(model.vocab()))},
         {"eos_token", token_text(llama_vocab_eos(model.vocab()))},
-        {"is_embedding", m.engine->is_embedding()},
+        {"is_embedding", eng.is_embedding()},
         {"modalities", {{"vision", false}, {"audio", false}}},
         {"build_info", build_string(ctx.opts)},
         {"version", ctx.opts.version},

@@ -5,6 +5,8 @@
 
 #include <regex>
 
+#include "engine/schema_support.h"
+
 namespace rc::engine {
 
 std::string require_immediate_tool_call(const std::string & gbnf) {
@@ -35,6 +37,10 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
     if (in.messages.empty()) return make_error(errc::invalid_argument, "messages must not be empty");
     if (!in.grammar.empty() && (!in.tools.empty() || !in.json_schema.empty())) {
         return make_error(errc::invalid_argument, "a custom grammar cannot be combined with tools or a JSON schema");
+    }
+    if (auto st = check_schema_support(in.json_schema); !st) return st.err();
+    for (const auto & t : in.tools) {
+        if (auto st = check_schema_support(t.parameters); !st) return make_error(errc::invalid_argument, "tool " + t.name + ": " + st.err().message);
     }
 
     common_chat_templates_inputs inputs;
@@ -106,6 +112,7 @@ common_chat_msg parse_chat_output(const std::string & text, bool partial, const 
 }
 
 result<constraint> schema_constraint(const std::string & json_schema) {
+    if (auto st = check_schema_support(json_schema); !st) return st.err();
     constraint c;
     try {
         c.grammar = json_schema_to_grammar(common_json::parse(json_schema));

@@ -6,6 +6,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/kv_identity.h"
+#include "engine/sampler.h"
 #include "util/log.h"
 
 namespace rc::engine {
@@ -28,7 +29,9 @@ std::optional<ggml_type> parse_kv_type(const std::string & name) {
     return std::nullopt;
 }
 
-kv::kv_manager * engine::kv() const { return impl_->kv.get(); }
+kv::kv_manager * engine::kv() const { return impl_->tiers(); }
+
+kv::kv_stats_snapshot engine::kv_stats() const { return impl_->planner ? impl_->planner->snapshot() : kv::kv_stats_snapshot{}; }
 
 result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, const engine_options & opts) {
     if (!m) return make_error(errc::invalid_argument, "no model");
@@ -86,18 +89,30 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     if (!e->impl_->ctx) return make_error(errc::internal, "llama.cpp could not create a context of " + std::to_string(n_ctx) + " cells");
     e->impl_->mem = llama_get_memory(e->impl_->ctx);
     e->n_ctx_ = e->impl_->n_ctx = info.is_embedding ? n_ctx : static_cast<int>(llama_n_ctx(e->impl_->ctx));
-    e->impl_->batch = std::make_unique<llama::batch>(static_cast<int32_t>(cp.n_batch));
+    // llama.cpp caps a causal model's batch at the context size it was asked for: ask it.
+    e->impl_->batch = std::make_unique<llama::batch>(static_cast<int32_t>(info.is_embedding ? cp.n_batch : llama_n_batch(e->impl_->ctx)));
     const int n_ids = info.is_embedding ? opts.n_parallel : opts.n_parallel + max_idle;
     for (int i = n_ids - 1; i >= 0; --i) e->impl_->free_ids.push_back(i);
     e->impl_->max_idle = max_idle;
     if (!info.is_embedding) {
         e->impl_->bridge = std::make_unique<kv_bridge>(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1));
         e->impl_->whole_snapshots = snapshots;
-        if (opts.kv.host_budget > 0 || !opts.kv.disk_dir.empty()) {
-            auto kvm = kv::kv_manager::open(opts.kv, kv_identity_of(*m, cp));
-            if (!kvm) return kvm.err();
-            e->impl_->kv = std::move(kvm.value());
-        }
+        // A recurrent memory keeps one state per sequence, not a cell per token: no cell budget.
+        const bool per_token_cells = !info.is_recurrent || info.is_hybrid;
+        kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1, snapshots};
+        auto planner = kv::open_planner(po, opts.kv, kv_identity_of(*m, cp));
+        if (!planner) return planner.err();
+        e->impl_->planner = std::move(planner.value());
+        // Chunks the backends handle well: GPU kernels tile in 64s, the CPU's in 16s.
+        e->impl_->chunk_align = llama_supports_gpu_offload() ? 64 : 16;
+        e->impl_->calibrate_step_cost();
+        e->impl_->wake = [raw = e.get()] {
+            {
+                std::lock_guard lock(raw->mutex_);
+                raw->io_event_ = true;
+            }
+            raw->wake_.notify_one();
+        };
     }
 
     rc::log::info("engine", "started", {{"model", m->path()}, {"n_ctx", e->n_ctx_}, {"parallel", opts.n_parallel},
@@ -113,6 +128,9 @@ engine::~engine() {
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
+    // I/O jobs still queued call `wake`, which needs this object's mutex: finish them first.
+    if (impl_ && impl_->tiers()) impl_->tiers()->drain_io();
+    if (impl_) impl_->wake = nullptr;
 }
 
 result<std::shared_ptr<request_channel>> engine::submit(generation_request req) {
@@ -134,15 +152,28 @@ result<std::shared_ptr<request_channel>> engine::submit(generation_request req) 
         int keep = embed_model ? n_ctx_ : n_ctx_ - 1 - std::min(req.max_tokens > 0 ? req.max_tokens : n_ctx_ / 4, n_ctx_ / 2);
         req.prompt.erase(req.prompt.begin(), req.prompt.end() - keep);
     }
+    auto refusal = [&]() -> std::optional<error> {
+        if (stopping_) return make_error(errc::unavailable, "the model is being unloaded");
+        if (static_cast<int>(incoming_.size()) + impl_->queued_count.load() >= opts_.max_queue)
+            return make_error(errc::unavailable, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting)");
+        return std::nullopt;
+    };
+    {
+        std::lock_guard lock(mutex_);
+        if (auto e = refusal()) return *e;  // before spending a grammar build on a request that cannot queue
+    }
     if (req.kind == request_kind::generate) {
-        if (auto st = validate_sampling(*model_, req.sampling); !st) return st.err();
+        // The sampler (and its grammar, which can take long to compile) is built here, on the
+        // caller's thread: the engine thread never waits on it, and neither does the engine's
+        // shutdown.
+        auto smp = make_sampler(*model_, req.sampling, req.grammar);
+        if (!smp) return smp.err();
+        req.grammar.prepared = std::make_shared<prepared_sampler>(prepared_sampler{std::move(smp.value())});
     }
     auto ch = std::make_shared<request_channel>();
     {
         std::lock_guard lock(mutex_);
-        if (stopping_) return make_error(errc::unavailable, "the model is being unloaded");
-        if (static_cast<int>(incoming_.size()) + impl_->queued.load() >= opts_.max_queue)
-            return make_error(errc::unavailable, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting)");
+        if (auto e = refusal()) return *e;
         incoming_.emplace_back(std::move(req), ch);
     }
     wake_.notify_one();
@@ -150,7 +181,7 @@ result<std::shared_ptr<request_channel>> engine::submit(generation_request req) 
 }
 
 bool engine::prefetch(std::vector<llama_token> tokens, std::string cache_salt) {
-    if (!impl_->kv || !impl_->kv->disk_enabled() || tokens.empty()) return false;
+    if (!impl_->tiers() || !impl_->tiers()->disk_enabled() || tokens.empty()) return false;
     for (llama_token t : tokens)
         if (!model_->valid_token(t)) return false;
     {
@@ -168,7 +199,7 @@ engine_stats engine::stats() const {
         std::lock_guard lock(mutex_);
         s.queued = static_cast<int>(incoming_.size());
     }
-    s.queued += impl_->queued.load();
+    s.queued += impl_->queued_count.load();
     s.running = impl_->running.load();
     s.n_ctx = n_ctx_;
     s.kv_cells_used = impl_->cells_used.load();
@@ -179,6 +210,13 @@ engine_stats engine::stats() const {
     s.requests_finished = impl_->finished.load();
     s.requests_cancelled = impl_->cancelled.load();
     s.requests_failed = impl_->failed.load();
+    const auto & st = impl_->steps;
+    s.step_seconds = kv::histogram_snapshot::of(st.seconds);
+    s.step_tokens = kv::histogram_snapshot::of(st.tokens);
+    s.prefill_chunks = st.prefill_chunks.load();
+    s.prefill_budget = st.prefill_budget.load();
+    s.step_fixed_ms = st.cost_fixed_ms.load();
+    s.step_per_token_ms = st.cost_per_token_ms.load();
     return s;
 }
 

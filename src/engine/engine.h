@@ -19,6 +19,7 @@
 #include "engine/request.h"
 #include "engine/request_channel.h"
 #include "kv/kv_manager.h"
+#include "kv/kv_stats.h"
 #include "llama/model.h"
 #include "util/result.h"
 
@@ -29,9 +30,9 @@ struct engine_options {
     int n_parallel = 4;         // sequences decoding at once
     int n_batch = 2048;         // tokens per decode step
     int n_ubatch = 512;         // physical batch
-    int prefill_chunk = 512;    // most prefill tokens per sequence per step while others decode
-    double prefill_step_ms = 250;  // and fewer when the measured prefill speed would make a step
-                                   // longer than this (keeps streams' token gaps bounded; 0: off)
+    int prefill_chunk = 512;    // most prefill tokens per step while others decode
+    double max_step_ms = 750;   // and fewer when the step's cost model says a step would take longer
+                                // (bounds the token gaps of running streams; 0: off)
     int n_threads = 0;          // 0: all cores
     int max_queue = 256;        // waiting requests before submit() answers `unavailable`
     bool flash_attn = false;
@@ -63,6 +64,13 @@ struct engine_stats {
     uint64_t requests_finished = 0;
     uint64_t requests_cancelled = 0;
     uint64_t requests_failed = 0;
+    // Scheduling (DESIGN.md §4): each llama_decode of a generation model.
+    kv::histogram_snapshot step_seconds;
+    kv::histogram_snapshot step_tokens;
+    uint64_t prefill_chunks = 0;     // prefill chunks decoded (a prompt takes one or more)
+    int prefill_budget = 0;          // the current per-step prefill budget while streams decode
+    double step_fixed_ms = 0;        // the step cost model: fixed + per_token × tokens
+    double step_per_token_ms = 0;
 };
 
 class engine {
@@ -90,6 +98,8 @@ class engine {
     std::optional<kv_lookup> lookup(std::vector<llama_token> tokens, std::string cache_salt, std::chrono::milliseconds timeout);
 
     engine_stats stats() const;
+    // The KV planner's counters and the tiers' occupancy; empty for embedding models. Thread-safe.
+    kv::kv_stats_snapshot kv_stats() const;
     const llama::model & model() const { return *model_; }
     std::shared_ptr<llama::model> model_ptr() const { return model_; }
     int n_ctx() const { return n_ctx_; }
@@ -114,6 +124,7 @@ class engine {
     struct lookup_job;
     std::deque<std::shared_ptr<lookup_job>> lookups_;
     bool stopping_ = false;
+    bool io_event_ = false;  // an I/O completion arrived (guarded by mutex_)
     std::thread thread_;
 };
 

@@ -1,44 +1,54 @@
 #pragma once
-// Private to the engine: the state its thread owns, and the steps of its loop (engine_loop.cpp).
-// Only the atomics are read by other threads (engine::stats).
+// Private to the engine: the state its thread owns, and the steps of its loop (engine_loop.cpp,
+// engine_admit.cpp, engine_kv.cpp). Only the atomics are read by other threads (engine::stats).
 #include <llama.h>
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <future>
-#include <unordered_map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "engine/engine.h"
 #include "engine/kv_bridge.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "kv/kv_planner.h"
 #include "llama/batch.h"
 
 namespace rc::engine {
 
 using pending_request = std::pair<generation_request, std::shared_ptr<request_channel>>;
 
-// Where an admitted prompt's prefix comes from (engine_kv.cpp): the first `from_context` tokens are
-// shared with a sequence already in the context, then whole blocks restored from T1/T2.
-struct reuse_plan {
-    sequence * donor = nullptr;
-    int from_context = 0;
-    std::vector<kv::block_key> tier_keys;  // consecutive blocks starting at token `from_context`
-    std::vector<int> tier_tokens;          // tokens each of those blocks covers (the last may keep fewer
-                                           // than its stored block holds: a prompt-end alias, trimmed)
-    std::vector<kv::tier_name> tier_of;
-    bool needs_disk() const;
-};
+// Ends a request with an error event (engine_loop.cpp).
+void send_error(request_channel & ch, errc code, const std::string & message);
 
-// A request waiting in `promoting` while the I/O pool reads its blocks from disk.
+// A request whose prefix is being restored from disk: the I/O pool hands over blocks one by one
+// (inbox), the engine restores each as it arrives, while the next is read.
 struct promotion {
     std::unique_ptr<sequence> seq;
-    reuse_plan plan;
-    std::shared_ptr<std::atomic<bool>> ready = std::make_shared<std::atomic<bool>>(false);
-    std::shared_ptr<std::vector<kv::blob_ptr>> blobs = std::make_shared<std::vector<kv::blob_ptr>>();
+    kv::reuse_plan plan;
+    size_t next = 0;      // next block of plan.blocks to restore
+    int reserved = 0;     // ledger cells still reserved for the blocks not yet restored
+    struct inbox {
+        std::mutex mutex;
+        std::vector<std::pair<size_t, kv::blob_ptr>> blocks;
+        bool ended = false;
+        size_t delivered = 0;
+    };
+    std::shared_ptr<inbox> in = std::make_shared<inbox>();
     steady::time_point started = steady::now();
+};
+
+// Step metrics (engine_stats): written by the engine thread, read by stats().
+struct step_counters {
+    kv::fixed_histogram<13> seconds{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10}};
+    kv::fixed_histogram<12> tokens{{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}};
+    std::atomic<uint64_t> prefill_chunks{0};
+    std::atomic<int> prefill_budget{0};
+    std::atomic<double> cost_fixed_ms{0}, cost_per_token_ms{0};
 };
 
 // A lookup waiting for the engine thread (engine_lookup.cpp).
@@ -55,42 +65,41 @@ struct engine::impl {
     llama_context * ctx = nullptr;
     llama_memory_t mem = nullptr;
     std::unique_ptr<llama::batch> batch;
-    std::vector<std::unique_ptr<sequence>> active;  // admission order
-    std::deque<pending_request> waiting;
+    std::vector<std::unique_ptr<sequence>> active;   // admission order; live and idle
+    std::deque<pending_request> waiting;             // not yet a sequence
+    std::deque<std::unique_ptr<sequence>> queued;    // made into a sequence, waiting for room: swapped-out
+                                                     // (preempted) ones first, oldest first, then the next new one
+    std::vector<promotion> promoting;
     std::vector<llama_seq_id> free_ids;
-    std::unique_ptr<kv::kv_manager> kv;  // null: no tiers below the context
+    std::unique_ptr<kv::kv_planner> planner;          // null for embedding models
     std::unique_ptr<kv_bridge> bridge;
-    int max_idle = 0;                     // idle conversations kept in the context
+    int max_idle = 0;                                 // idle conversations kept in the context
     // Recurrent, hybrid and sliding-window models: the tiers hold whole-sequence snapshots (state
     // after exactly N tokens, keyed like a block ending at N) instead of per-token blocks.
     bool whole_snapshots = false;
-    std::vector<promotion> promoting;
-    prefill_rate prefill_speed;           // sizes the prefill budget while streams decode
-    // Where a demoted conversation's prompt ended inside a stored block: the partial key of the
-    // prompt's end → that block's key. A resume that diverges there (the client resent our reply
-    // edited, or regenerates it) restores the block and trims it, without storing a second copy.
-    struct prompt_end_alias {
-        kv::block_key target;
-        int from = 0;  // the block's first token
-    };
-    std::unordered_map<kv::block_key, prompt_end_alias, kv::block_key_hash> prompt_end_aliases;
-    std::deque<kv::block_key> prompt_end_order;  // oldest first, bounded
+    step_cost_model step_cost;                        // sizes the prefill chunk while streams decode
+    int chunk_align = 16;
+    uint64_t next_order = 1;                          // admission and use counters (LRU, youngest)
+    std::function<void()> wake;                       // wakes the engine thread (I/O completions)
 
-    std::atomic<int> queued{0};
+    std::atomic<int> queued_count{0};
     std::atomic<int> running{0};
     std::atomic<int> cells_used{0};
     std::atomic<int> cells_cached{0};
     std::atomic<int> idle_count{0};
     std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0}, finished{0}, cancelled{0}, failed{0};
+    step_counters steps;
 
     ~impl() {
         if (ctx) llama_free(ctx);
     }
 
-    // One engine step; false when there was nothing to do.
+    kv::kv_manager * tiers() const { return planner ? planner->tiers() : nullptr; }
+
+    // One engine step; false when nothing could be done (the thread then waits for an event).
     bool step();
     void drop_cancelled();
-    void admit();
+    bool admit();
     bool decode_generate();
     bool decode_embed();
     void sample_outputs();
@@ -100,19 +109,32 @@ struct engine::impl {
     void remove_finished();
     void fail_all(const std::string & message);
     void publish_gauges();
+    void calibrate_step_cost();
 
-    // Prefix reuse and tiering (engine_kv.cpp).
-    reuse_plan plan_reuse(const sequence & s);
-    void apply_reuse(sequence & s, const reuse_plan & plan, const std::vector<kv::blob_ptr> & disk_blobs);
-    bool admit_with_reuse(std::unique_ptr<sequence> s);  // false: parked in `promoting`
-    void poll_promotions();
-    void retire(sequence & s);                          // finished: keep its cells as an idle conversation
-    bool evict_lru_idle();                              // demote the least recently used idle conversation
-    void save_blocks(sequence & s);
-    void save_snapshot(sequence & s, int n_tokens);
+    // Admission (engine_admit.cpp).
+    std::unique_ptr<sequence> make_sequence(pending_request && p);
+    bool try_admit(std::unique_ptr<sequence> & s);  // false: no room yet (s stays with the caller)
+    void ready_to_prefill(std::unique_ptr<sequence> s);  // its reused prefix is in place: into `active`
+    int running_now() const;
+
+    // Prefix reuse, eviction, preemption and tiering: the planner decides, these apply (engine_kv.cpp).
+    std::vector<kv::seq_view> context_views(bool include_running) const;
+    kv::reuse_plan plan_reuse(const sequence & s) const;
+    void share_prefix(sequence & s, const kv::reuse_plan & plan);
+    int restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob);  // tokens restored
+    void restore_from_host(sequence & s, const kv::reuse_plan & plan);
+    void start_promotion(std::unique_ptr<sequence> s, kv::reuse_plan plan);
+    bool poll_promotions();
+    bool make_room(int cells, bool may_preempt);   // applies the planner's plan; true when the cells are free
+    void trim_idle(sequence & v, int keep);
+    void preempt(sequence & s);
+    void retire(sequence & s, const std::shared_ptr<kv::write_group> & group);  // finished: keep it idle
+    bool evict_lru_idle();                          // releases the least recently used idle conversation
+    void store_blocks(sequence & s, int from, const std::shared_ptr<kv::write_group> & group = nullptr);
+    void save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group = nullptr);
     void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);
-    reuse_plan plan_snapshot(const sequence & s) const;
-    kv_lookup answer_lookup(const std::vector<llama_token> & tokens, const std::string & salt);  // engine_lookup.cpp
+    sequence * find_live(llama_seq_id id);
+    kv_lookup answer_lookup(const std::vector<llama_token> & tokens, const std::string & salt) const;  // engine_lookup.cpp
     int count_idle() const;
 };
 

@@ -1,10 +1,8 @@
 // engine::lookup — what a prompt would reuse if it were submitted now, for routers (the fleet
-// gateway asks every host before choosing one). It runs the admission's own reuse planner
-// (plan_reuse) on a probe sequence, on the engine thread between steps, and applies nothing: no
-// cells are shared, no block is promoted or read, no LRU order or statistic changes.
-//
-// Kept apart from engine_kv.cpp on purpose: when the KV planner replaces plan_reuse, only
-// answer_lookup() changes (ask the planner for its plan instead), not the queue around it.
+// gateway asks every host before choosing one). It asks the KV planner the admission's own question
+// (kv_planner::plan_reuse, a const decision over the context's sequences and the tiers' indexes), on
+// the engine thread between steps, and applies nothing: no cells are shared, no block is promoted or
+// read, no LRU order, ledger entry or statistic changes.
 #include "engine/engine_impl.h"
 
 namespace rc::engine {
@@ -40,20 +38,17 @@ std::optional<kv_lookup> engine::lookup(std::vector<llama_token> tokens, std::st
     }
 }
 
-kv_lookup engine::impl::answer_lookup(const std::vector<llama_token> & tokens, const std::string & salt) {
-    sequence probe;
-    probe.tokens = tokens;
-    probe.n_prompt = static_cast<int>(tokens.size());
-    probe.req.cache_salt = salt;
-    const reuse_plan plan = plan_reuse(probe);
+kv_lookup engine::impl::answer_lookup(const std::vector<llama_token> & tokens, const std::string & salt) const {
+    // Admission's own question (plan_reuse: context donors first, then blocks below), asked of a
+    // prompt that is not a sequence: the planner decides and nothing applies its answer.
     kv_lookup out;
-    out.prompt_tokens = probe.n_prompt;
+    out.prompt_tokens = static_cast<int>(tokens.size());
+    if (!planner) return out;
+    auto views = context_views(true);
+    // The prompt's last token is always decoded (its logits start the generation), as in admission.
+    const kv::reuse_plan plan = planner->plan_reuse(tokens, out.prompt_tokens - 1, salt, views);
     out.context = plan.from_context;
-    for (size_t i = 0; i < plan.tier_keys.size(); ++i) {
-        if (plan.tier_of[i] == kv::tier_name::host) out.host += plan.tier_tokens[i];
-        else if (plan.tier_of[i] == kv::tier_name::disk) out.disk += plan.tier_tokens[i];
-        else out.context += plan.tier_tokens[i];
-    }
+    for (const auto & b : plan.blocks) (b.tier == kv::tier_name::disk ? out.disk : out.host) += b.keep;
     return out;
 }
 

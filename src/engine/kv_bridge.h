@@ -18,6 +18,7 @@ class kv_bridge {
     kv::blob_ptr save(llama_seq_id seq, int p0, int p1) const;
     // Adds the blob's cells to `seq`. False when there are no free cells (nothing changes then).
     bool restore(const kv::block_blob & blob, llama_seq_id seq) const;
+    llama_seq_id scratch() const { return scratch_; }
 
   private:
     llama_context * ctx_;

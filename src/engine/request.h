@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/constraint.h"
+#include "util/result.h"
 
 namespace rc::engine {
 
@@ -76,8 +77,7 @@ struct generation_event {
     std::string stop_word;                     // done: the stop string that matched, if any
     usage_stats usage;                         // done, embedding
     std::vector<float> embedding;              // embedding
-    std::string error_code;                    // error: errc name
-    std::string error_message;                 // error
+    rc::error error;                           // error: its code and message, as the engine raised it
 };
 
 }  // namespace rc::engine

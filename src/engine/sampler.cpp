@@ -1,7 +1,10 @@
 #include "engine/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+
+#include "engine/grammar_cost.h"
 
 namespace rc::engine {
 
@@ -23,6 +26,25 @@ status validate_sampling(const llama::model & m, const sampling_params & p) {
     for (const auto & [tok, bias] : p.logit_bias) {
         if (!m.valid_token(tok)) return make_error(errc::invalid_argument, "logit_bias names token " + std::to_string(tok) + " outside the vocabulary");
         if (std::isnan(bias)) return make_error(errc::invalid_argument, "logit_bias values must be numbers");
+    }
+    return {};
+}
+
+status check_grammar_cost(const llama::model & m, const std::string & gbnf) {
+    using L = grammar_limits;
+    if (gbnf.size() > L::max_grammar_bytes)
+        return make_error(errc::invalid_argument, "the grammar is " + std::to_string(gbnf.size()) + " bytes (at most " + std::to_string(L::max_grammar_bytes) +
+                                                      "); simplify the schema or tools");
+    auto cost = measure_grammar(gbnf);
+    if (!cost) return make_error(errc::invalid_argument, "grammar does not parse");
+    const uint64_t vocab = static_cast<uint64_t>(std::max(1, m.info().n_vocab));
+    const uint64_t allowed = std::max<uint64_t>(1, L::max_checks_per_token / vocab);
+    if (cost->widest_point > allowed) {
+        return make_error(errc::invalid_argument,
+                          "the schema or tools keep up to " + (cost->widest_point >= (uint64_t(1) << 62) ? std::string("2^62") : std::to_string(cost->widest_point)) +
+                              " alternatives open at once (a large enum, anyOf or choice?); constraining each token would check every one of them "
+                              "against the whole vocabulary, and this model allows at most " + std::to_string(allowed) +
+                              ": use fewer alternatives, or a string field validated afterwards");
     }
     return {};
 }
@@ -52,6 +74,10 @@ result<sampler_ptr> make_sampler(const llama::model & m, const sampling_params &
         for (llama_token t = 0; t < m.info().n_vocab; ++t) {
             if (m.is_eog(t)) s.logit_bias.push_back({t, -INFINITY});
         }
+    }
+
+    if (!c.empty()) {
+        if (auto st = check_grammar_cost(m, c.grammar); !st) return st.err();
     }
 
     if (!c.empty()) {
@@ -90,6 +116,15 @@ result<sampler_ptr> make_sampler(const llama::model & m, const sampling_params &
     } catch (const std::exception & e) {
         return make_error(errc::invalid_argument, std::string("sampler: ") + e.what());
     }
+}
+
+result<sampler_ptr> take_sampler(const llama::model & m, const sampling_params & p, constraint & c) {
+    if (c.prepared && c.prepared->sampler) {
+        auto out = std::move(c.prepared->sampler);
+        c.prepared.reset();
+        return out;
+    }
+    return make_sampler(m, p, c);
 }
 
 }  // namespace rc::engine

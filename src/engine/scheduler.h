@@ -1,10 +1,12 @@
 #pragma once
 // Plans one engine step (DESIGN.md §4: plan first, then apply). Pure logic over sequence states so
-// the policy is unit-tested without a model: every decoding sequence gets its one token; prefilling
-// sequences share the rest of the batch in admission order. While anything is decoding, each
-// prefilling sequence gets at most `prefill_budget` tokens per step, so a long prompt cannot stall
-// running streams, while a burst of short prompts still starts together; the engine sizes the
-// budget from the measured prefill speed (prefill_budget_for).
+// the policy is unit-tested without a model. Stall-free batching (Sarathi-Serve, vLLM's chunked
+// prefill): every decoding sequence gets its one token, and the same batch carries one prefill chunk
+// of at most `prefill_budget` tokens, taken in admission order (a burst of short prompts shares it).
+// The budget comes from a cost model of the step (step_cost_model), calibrated when the engine starts,
+// so it holds from the first request: a long prompt never stalls running streams for longer than
+// --max-step-ms. With nothing decoding no stream waits, and prefill takes the whole batch. A prompt
+// cut into chunks is cut at multiples of `chunk_align` tokens (sizes the kernels handle well).
 #include <vector>
 
 namespace rc::engine {
@@ -15,8 +17,9 @@ struct schedule_input {
 };
 
 struct schedule_limits {
-    int n_batch = 2048;         // tokens per llama_decode call
-    int prefill_budget = 512;   // prefill tokens per sequence per step while any sequence decodes
+    int max_tokens = 2048;      // tokens this step may hold: the batch, and the free KV cells
+    int prefill_budget = 512;   // prefill tokens of one step while any sequence decodes
+    int chunk_align = 16;
 };
 
 struct schedule_entry {
@@ -26,21 +29,28 @@ struct schedule_entry {
 
 std::vector<schedule_entry> plan_step(const std::vector<schedule_input> & seqs, const schedule_limits & limits);
 
-// Tracks prefill speed (tokens per second of llama_decode wall time, exponentially averaged over
-// steps that prefilled at least a few tokens) to size the prefill budget.
-class prefill_rate {
+// The wall time of one llama_decode as a function of its tokens: t(n) = fixed + per_token * n.
+// calibrate() sets both from two timed decodes at start; observe() keeps them current (exponential
+// averages: decode-only steps refine `fixed`, steps with many tokens refine `per_token`).
+class step_cost_model {
   public:
-    void observe(int prefill_tokens, int decode_tokens, double seconds);
-    double tokens_per_second() const { return rate_; }  // 0 until measured
+    void calibrate(double ms_one_token, double ms_k_tokens, int k);
+    void observe(int n_tokens, double ms);
+    bool calibrated() const { return per_token_ms_ > 0; }
+    double fixed_ms() const { return fixed_ms_; }
+    double per_token_ms() const { return per_token_ms_; }
+    double predict_ms(int n_tokens) const { return fixed_ms_ + per_token_ms_ * n_tokens; }
+    // The most tokens a step may hold and still take at most `ms` (0 when not even one fits).
+    int tokens_within(double ms) const;
 
   private:
-    double rate_ = 0;
+    double fixed_ms_ = 0;
+    double per_token_ms_ = 0;
 };
 
-// The prefill budget for one step while others decode: the tokens that fit in `target_ms` at the
-// measured rate, within [min_tokens, max_tokens]. `max_tokens` until a rate is known or when
-// `target_ms` <= 0 (the bound is off). On a GPU the rate is high and the cap decides; on a CPU,
-// where 512 prompt tokens can take seconds, the target keeps decoding streams' token gaps bounded.
-int prefill_budget_for(const prefill_rate & rate, double target_ms, int max_tokens, int min_tokens = 16);
+// The prefill budget for a step that also decodes `n_decoding` tokens: what keeps the step within
+// `max_step_ms`, at least `chunk_align` (progress), at most `max_chunk`. `max_chunk` when the bound
+// is off (max_step_ms <= 0) or the model is not calibrated.
+int prefill_budget_for(const step_cost_model & cost, double max_step_ms, int n_decoding, int max_chunk, int chunk_align);
 
 }  // namespace rc::engine

@@ -4,6 +4,7 @@
 #include <llama.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -25,21 +26,30 @@ struct sequence {
 
     std::vector<llama_token> tokens;  // prompt, then generated tokens
     int n_prompt = 0;
+    // Tokens to put in the context before the next token is sampled: the prompt; for a sequence that
+    // was swapped out while decoding, everything it had (its last sampled token included).
+    int prefill_end = 0;
     int n_past = 0;                   // tokens whose KV is in the context (positions [0, n_past))
     int n_generated = 0;
-    bool decoding = false;            // prompt fully in the context, sampling tokens
+    bool decoding = false;            // prefill_end reached, sampling tokens
+    bool resumed = false;             // swapped out once (preempted): its first token was already sent
+    int snapshot_at = -1;             // whole-snapshot models: stop the prefill here and save the state
     int logits_row = -1;              // row of this sequence's logits in the current batch, -1: none
     bool done = false;                // finished; its cells are freed, removed at the end of the step
     bool idle = false;                // finished but kept: its cells serve later prompts with the same prefix
-    int n_saved = 0;
-    int n_reused = 0;                 // prompt tokens taken from a cache (context or tiers), not computed                  // leading tokens whose blocks are already stored below the context
-    steady::time_point last_used;
+    int n_reused = 0;                 // prompt tokens taken from a cache (context or tiers), not computed
+    uint64_t order = 0;               // admission order (larger = younger); kept across a preemption
+    uint64_t last_used = 0;           // idle: when it finished (larger = more recent)
 
     steady::time_point submitted;
     steady::time_point admitted;
     steady::time_point first_token;
 
-    int prompt_remaining() const { return decoding ? 0 : n_prompt - n_past; }
+    int prompt_remaining() const {
+        if (decoding) return 0;
+        const int end = snapshot_at > n_past ? snapshot_at : prefill_end;
+        return end - n_past;
+    }
     bool live() const { return !done && !idle; }
 };
 

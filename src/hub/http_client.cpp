@@ -139,8 +139,13 @@ result<stream_outcome> http_client::perform(const std::string & url, const std::
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     // Never let a redirect take us (or the Range header) anywhere but http(s).
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85 named the string options; older (Debian 11's 7.74) has the bitmask
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // we run on many threads; signals would be process-wide
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, cfg_.connect_timeout_s);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, cfg_.low_speed_bytes);

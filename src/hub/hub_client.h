@@ -27,7 +27,7 @@ class hub_client {
 
     // Every file of `repo` at `revision` (recursive; the Hub's pages followed). Errors:
     // invalid_argument (bad repo id or revision, checked before any request), not_found,
-    // errc_access_denied (gated/private: the message suggests HF_TOKEN), unavailable.
+    // unauthenticated / permission_denied (gated/private: the message suggests HF_TOKEN), unavailable.
     result<std::vector<repo_file>> list_files(const std::string & repo, const std::string & revision = "main") const;
 
     // GGUF repositories matching `text`, most downloaded first; `limit` is clamped to 1..1000.
@@ -40,8 +40,8 @@ class hub_client {
     // On success the file is fsynced and complete; the caller moves it into place.
     // `progress` is called at most ~10 times a second and once at the end, on this thread.
     // `cancel` (may be null) is polled while data flows and at least once a second while stalled.
-    // Errors: invalid_argument / not_found / errc_access_denied as list_files; unavailable for a
-    // cancelled or interrupted transfer (the partial is kept for a later resume); errc_corrupt when
+    // Errors: invalid_argument / not_found / unauthenticated / permission_denied as list_files; unavailable for a
+    // cancelled or interrupted transfer (the partial is kept for a later resume); data_loss when
     // the content does not match (the partial is deleted); io for local disk failures.
     result<download_report> download(const std::string & repo, const std::string & revision, const repo_file & file,
                                      const std::filesystem::path & partial_path, const progress_fn & progress = {},

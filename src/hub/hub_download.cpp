@@ -68,7 +68,7 @@ class download_job {
                 // The transfer ended cleanly but short: the server's file is not the one listed.
                 uint64_t got = pf_.size();
                 pf_.remove();
-                return make_error(errc_corrupt, "size mismatch for " + what_ + ": expected " + std::to_string(file_.size) +
+                return make_error(errc::data_loss, "size mismatch for " + what_ + ": expected " + std::to_string(file_.size) +
                                                     " bytes, got " + std::to_string(got) + "; the partial download was deleted");
             }
             std::string digest = pf_.finish_hex();
@@ -81,7 +81,7 @@ class download_job {
                     continue;
                 }
                 pf_.remove();
-                return make_error(errc_corrupt, "sha256 mismatch for " + what_ + ": expected " + lower(file_.sha256) + ", got " + digest +
+                return make_error(errc::data_loss, "sha256 mismatch for " + what_ + ": expected " + lower(file_.sha256) + ", got " + digest +
                                                     "; the partial download was deleted");
             }
             if (auto st = pf_.sync(); !st) return st.err();
@@ -150,7 +150,7 @@ class download_job {
         if (!write_status) return write_status.err();
         if (overflow) {
             pf_.remove();
-            return make_error(errc_corrupt, "the Hub sent more than the " + std::to_string(file_.size) + " bytes listed for " + what_ +
+            return make_error(errc::data_loss, "the Hub sent more than the " + std::to_string(file_.size) + " bytes listed for " + what_ +
                                                 "; the partial download was deleted");
         }
         if (restart) {

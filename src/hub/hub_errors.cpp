@@ -48,7 +48,7 @@ error error_for_status(const http_response & r, std::string_view what, const hub
             m += "check that the token in HF_TOKEN is valid and has been granted access to this repository";
         else
             m += "the repository may be gated or private: accept its terms on the Hub and set HF_TOKEN to an access token";
-        return make(errc_access_denied, m);
+        return make(r.status == 401 ? errc::unauthenticated : errc::permission_denied, m);
     }
     if (r.status == 429) {
         std::string m = "the Hub is rate-limiting requests for " + std::string(what) + " (" + http + ")";

@@ -9,14 +9,9 @@
 
 namespace rc::hub {
 
-// rc::errc has no code yet for "access denied" or for "corrupt data". These name the codes hub uses
-// for them, so adding errc::permission_denied / errc::data_loss later is a one-line change here.
-// Access denied is a client-fixable request problem (set HF_TOKEN), hence invalid_argument (4xx).
-inline constexpr errc errc_access_denied = errc::invalid_argument;
-inline constexpr errc errc_corrupt = errc::io;
-
 // Maps a non-2xx response to an error naming `what` ("repository acme/x"):
-//   401/403 (and the Hub's X-Error-Code GatedRepo) ⇒ errc_access_denied, with a hint about HF_TOKEN;
+//   401 ⇒ unauthenticated, 403 (and the Hub's X-Error-Code GatedRepo otherwise) ⇒ permission_denied,
+//   each with a hint about HF_TOKEN — the API answers them as 401 / 403, as the Hub did;
 //   404, and X-Error-Code RepoNotFound / RevisionNotFound / EntryNotFound (the Hub answers 401 for a
 //   missing repository to anonymous callers) ⇒ not_found;
 //   429 and 5xx ⇒ unavailable; other 4xx ⇒ invalid_argument.

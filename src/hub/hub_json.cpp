@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 #include "hub/gguf_choice.h"
 #include "util/quantization.h"
@@ -15,7 +16,10 @@ uint64_t number_or_zero(const nlohmann::json & obj, const char * key) {
     if (it == obj.end() || !it->is_number()) return 0;
     if (it->is_number_unsigned()) return it->get<uint64_t>();
     if (it->is_number_integer()) return (uint64_t) std::max<int64_t>(0, it->get<int64_t>());
-    return (uint64_t) std::max(0.0, it->get<double>());
+    // A float outside uint64's range would be undefined behaviour to convert (found by fuzz_hub_json).
+    const double d = it->get<double>();
+    if (!(d > 0)) return 0;
+    return d >= 18446744073709551616.0 ? UINT64_MAX : static_cast<uint64_t>(d);
 }
 
 std::string string_or_empty(const nlohmann::json & obj, const char * key) {

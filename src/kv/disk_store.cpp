@@ -1,7 +1,9 @@
 #include "kv/disk_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
@@ -16,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char k_magic[8] = {'R', 'C', 'K', 'V', 'B', 'L', 'K', '1'};
-constexpr uint32_t k_version = 1;
+constexpr uint32_t k_version = 2;  // 1: SHA-256 checksum (dropped on open, not counted as corrupt)
 
 // Fixed little-endian layout (x86/ARM); offsets are part of the on-disk format.
 struct header_fields {
@@ -30,10 +32,15 @@ struct header_fields {
     uint64_t payload_bytes;
 };
 static_assert(sizeof(header_fields) == 96);
-constexpr size_t k_checksum_offset = sizeof(header_fields);  // 32-byte SHA-256 follows
+constexpr size_t k_checksum_offset = sizeof(header_fields);  // the XXH3-64 follows
 
-digest256 checksum(const header_fields & h, const uint8_t * payload, size_t n) {
-    return sha256().feed(&h, sizeof h).feed(payload, n).finish();
+uint64_t checksum(const header_fields & h, const uint8_t * payload, size_t n) {
+    // The state's layout is private to the shared library: allocated by it.
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+    XXH3_64bits_reset(state.get());
+    XXH3_64bits_update(state.get(), &h, sizeof h);
+    XXH3_64bits_update(state.get(), payload, n);
+    return XXH3_64bits_digest(state.get());
 }
 
 bool write_all(int fd, const void * data, size_t n) {
@@ -85,15 +92,26 @@ void fsync_dir(const fs::path & dir) {
     }
 }
 
+std::error_code remove_file(const fs::path & p) {
+    std::error_code ec;
+    fs::remove(p, ec);  // a file that is already gone is not an error
+    return ec;
+}
+
+bool header_matches(const header_fields & h, const digest256 & identity, const block_key & key) {
+    return std::memcmp(h.magic, k_magic, sizeof k_magic) == 0 && h.version == k_version && h.header_bytes == disk_store::header_bytes &&
+           std::memcmp(h.identity, identity.data(), 32) == 0 && std::memcmp(h.key, key.d.data(), 32) == 0;
+}
+
 }  // namespace
 
 fs::path disk_store::path_of(const block_key & key) const { return dir_ / (key.hex() + ".kvb"); }
 
-result<std::unique_ptr<disk_store>> disk_store::open(const fs::path & dir, size_t budget, const digest256 & identity) {
+result<std::unique_ptr<disk_store>> disk_store::open(const fs::path & dir, size_t budget, const digest256 & identity, remove_fn remove) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (!fs::is_directory(dir, ec)) return make_error(errc::io, "cannot create KV disk directory " + dir.string());
-    std::unique_ptr<disk_store> s(new disk_store(dir, budget, identity));
+    std::unique_ptr<disk_store> s(new disk_store(dir, budget, identity, remove ? std::move(remove) : remove_fn(remove_file)));
 
     struct found {
         block_key key;
@@ -101,10 +119,20 @@ result<std::unique_ptr<disk_store>> disk_store::open(const fs::path & dir, size_
         fs::file_time_type mtime;
     };
     std::vector<found> valid;
+    uint64_t old_format = 0, undeletable = 0;
+    auto discard = [&](const fs::path & p, size_t bytes) {
+        if (!s->remove_(p)) return;
+        // It stays on disk (a read-only or immutable directory): its bytes still count, never served.
+        ++undeletable;
+        s->used_ += bytes;
+        s->stuck_bytes_ += bytes;
+    };
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         const auto & p = it->path();
+        std::error_code size_ec;
+        const size_t size = fs::file_size(p, size_ec);
         if (p.extension() == ".tmp") {  // an interrupted write: never renamed, never indexed
-            fs::remove(p, ec);
+            discard(p, size_ec ? 0 : size);
             continue;
         }
         if (p.extension() != ".kvb") continue;
@@ -114,53 +142,107 @@ result<std::unique_ptr<disk_store>> disk_store::open(const fs::path & dir, size_
         int fd = ok ? ::open(p.c_str(), O_RDONLY) : -1;
         ok = fd >= 0 && read_all(fd, &h, sizeof h);
         if (fd >= 0) ::close(fd);
-        size_t size = fs::file_size(p, ec);
-        ok = ok && std::memcmp(h.magic, k_magic, sizeof k_magic) == 0 && h.version == k_version && h.header_bytes == header_bytes &&
-             std::memcmp(h.identity, identity.data(), 32) == 0 && std::memcmp(h.key, key.d.data(), 32) == 0 &&
-             size == header_bytes + h.payload_bytes;
+        if (ok && std::memcmp(h.magic, k_magic, sizeof k_magic) == 0 && h.version != k_version) {
+            ++old_format;  // a block of another format version: not corrupt, just unreadable here
+            discard(p, size_ec ? 0 : size);
+            continue;
+        }
+        ok = ok && !size_ec && header_matches(h, identity, key) && size == header_bytes + h.payload_bytes;
         if (!ok) {
-            fs::remove(p, ec);
             ++s->corrupt_;
+            discard(p, size_ec ? 0 : size);
             continue;
         }
         valid.push_back({key, size, fs::last_write_time(p, ec)});
     }
     std::sort(valid.begin(), valid.end(), [](const found & a, const found & b) { return a.mtime > b.mtime; });
-    for (const auto & f : valid) {
-        s->lru_.push_back({f.key, f.bytes});
-        s->index_[f.key] = std::prev(s->lru_.end());
-        s->used_ += f.bytes;
-    }
+    std::vector<block_key> victims;
     {
         std::lock_guard lock(s->mutex_);
-        s->evict_to_fit(0);  // the budget may have shrunk since the last run
+        for (const auto & f : valid) {
+            s->lru_.push_back({f.key, f.bytes});
+            s->index_[f.key] = std::prev(s->lru_.end());
+            s->used_ += f.bytes;
+        }
+        victims = s->pick_victims(0);  // the budget may have shrunk since the last run
     }
+    s->delete_victims(victims);
     if (s->corrupt_ > 0) rc::log::warn("kv", "disk_blocks_dropped", {{"dir", dir.string()}, {"count", s->corrupt_.load()}});
+    if (old_format > 0) rc::log::info("kv", "disk_blocks_old_format_dropped", {{"dir", dir.string()}, {"count", old_format}});
+    if (undeletable > 0 || s->used_ > s->budget_)
+        rc::log::warn("kv", "disk_store_cannot_delete", {{"dir", dir.string()}, {"files", undeletable}, {"bytes_used", s->used_},
+                                                        {"budget", s->budget_}});
     rc::log::info("kv", "disk_store_open", {{"dir", dir.string()}, {"blocks", s->index_.size()}, {"bytes", s->used_}});
     return s;
 }
 
-void disk_store::evict_to_fit(size_t incoming) {
-    std::error_code ec;
-    while (used_ + incoming > budget_ && !lru_.empty()) {
+std::vector<block_key> disk_store::pick_victims(size_t incoming) {
+    std::vector<block_key> victims;
+    while (used_ - deleting_bytes_ + incoming > budget_ && !lru_.empty()) {
         const auto & victim = lru_.back();
-        fs::remove(path_of(victim.key), ec);
-        used_ -= victim.bytes;
+        deleting_.emplace(victim.key, victim.bytes);
+        deleting_bytes_ += victim.bytes;
+        victims.push_back(victim.key);
         index_.erase(victim.key);
         lru_.pop_back();
     }
+    return victims;
+}
+
+bool disk_store::delete_victims(const std::vector<block_key> & victims) {
+    bool all = true;
+    for (const auto & key : victims) {
+        std::error_code ec = remove_(path_of(key));
+        std::lock_guard lock(mutex_);
+        auto it = deleting_.find(key);
+        if (it == deleting_.end()) continue;
+        const size_t bytes = it->second;
+        deleting_bytes_ -= bytes;
+        deleting_.erase(it);
+        if (!ec) {
+            used_ -= bytes;
+            continue;
+        }
+        // Cannot delete it: keep serving it (as the oldest block) and keep counting its bytes.
+        all = false;
+        lru_.push_back({key, bytes});
+        index_[key] = std::prev(lru_.end());
+        rc::log::warn("kv", "disk_block_undeletable", {{"key", key.hex().substr(0, 16)}, {"error", ec.message()}});
+    }
+    return all;
 }
 
 status disk_store::write(const block_key & key, const block_blob & blob) {
     const size_t total = header_bytes + blob.bytes.size();
     if (total > budget_) return make_error(errc::invalid_argument, "block larger than the disk budget");
+    std::vector<block_key> victims;
     {
         std::lock_guard lock(mutex_);
         if (auto it = index_.find(key); it != index_.end()) {
             lru_.splice(lru_.begin(), lru_, it->second);
             return {};
         }
+        // Another thread writes or deletes this very block right now: same key, same bytes; skip.
+        if (writing_.count(key) || deleting_.count(key)) return {};
+        victims = pick_victims(total);
+        used_ += total;  // reserved until the file is in place (or the write fails)
+        writing_.insert(key);
     }
+    auto abandon = [&](status st) {
+        std::lock_guard lock(mutex_);
+        used_ -= total;
+        writing_.erase(key);
+        return st;
+    };
+    if (!delete_victims(victims)) {
+        bool over;
+        {
+            std::lock_guard lock(mutex_);
+            over = used_ - deleting_bytes_ > budget_;
+        }
+        if (over) return abandon(make_error(errc::io, "KV disk budget full and older blocks cannot be deleted in " + dir_.string()));
+    }
+
     uint8_t header[header_bytes] = {};
     header_fields h{};
     std::memcpy(h.magic, k_magic, sizeof k_magic);
@@ -172,49 +254,53 @@ status disk_store::write(const block_key & key, const block_blob & blob) {
     h.n_tokens = blob.n_tokens;
     h.payload_bytes = blob.bytes.size();
     std::memcpy(header, &h, sizeof h);
-    digest256 sum = checksum(h, blob.bytes.data(), blob.bytes.size());
-    std::memcpy(header + k_checksum_offset, sum.data(), sum.size());
+    const uint64_t sum = checksum(h, blob.bytes.data(), blob.bytes.size());
+    std::memcpy(header + k_checksum_offset, &sum, sizeof sum);
 
     const fs::path final_path = path_of(key);
     const fs::path tmp_path = dir_ / (key.hex() + "." + std::to_string(::getpid()) + ".tmp");
     int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return make_error(errc::io, "cannot create " + tmp_path.string() + ": " + std::strerror(errno));
+    if (fd < 0) return abandon(make_error(errc::io, "cannot create " + tmp_path.string() + ": " + std::strerror(errno)));
     bool ok = write_all(fd, header, sizeof header) && write_all(fd, blob.bytes.data(), blob.bytes.size()) && ::fsync(fd) == 0;
+    const int write_errno = errno;
     ::close(fd);
     std::error_code ec;
     if (!ok) {
         fs::remove(tmp_path, ec);
-        return make_error(errc::io, "cannot write " + tmp_path.string() + ": " + std::strerror(errno));
+        return abandon(make_error(errc::io, "cannot write " + tmp_path.string() + ": " + std::strerror(write_errno)));
     }
-    std::lock_guard lock(mutex_);
-    if (index_.count(key)) {  // another writer won the race; same key, same bytes
-        fs::remove(tmp_path, ec);
-        return {};
-    }
-    evict_to_fit(total);
     fs::rename(tmp_path, final_path, ec);
     if (ec) {
         fs::remove(tmp_path, ec);
-        return make_error(errc::io, "cannot rename into " + final_path.string());
+        return abandon(make_error(errc::io, "cannot rename into " + final_path.string()));
     }
     fsync_dir(dir_);
+    std::lock_guard lock(mutex_);
+    writing_.erase(key);
     lru_.push_front({key, total});
     index_[key] = lru_.begin();
-    used_ += total;
     return {};
 }
 
-void disk_store::drop_corrupt(const block_key & key) {
-    std::error_code ec;
-    std::lock_guard lock(mutex_);
-    if (auto it = index_.find(key); it != index_.end()) {
-        used_ -= it->second->bytes;
+void disk_store::drop(const block_key & key, std::atomic<uint64_t> & counter) {
+    size_t bytes = 0;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = index_.find(key);
+        if (it == index_.end()) return;  // dropped by another reader already
+        bytes = it->second->bytes;
         lru_.erase(it->second);
         index_.erase(it);
+        deleting_.emplace(key, bytes);
+        deleting_bytes_ += bytes;
     }
-    fs::remove(path_of(key), ec);
-    ++corrupt_;
-    rc::log::warn("kv", "disk_block_corrupt", {{"key", key.hex().substr(0, 16)}, {"dir", dir_.string()}});
+    ++counter;
+    std::error_code ec = remove_(path_of(key));
+    std::lock_guard lock(mutex_);
+    deleting_.erase(key);
+    deleting_bytes_ -= bytes;
+    if (ec) stuck_bytes_ += bytes;  // still on disk, never served again: its bytes keep counting
+    else used_ -= bytes;
 }
 
 result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
@@ -226,8 +312,10 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
     }
     int fd = ::open(path_of(key).c_str(), O_RDONLY);
     if (fd < 0) {
-        drop_corrupt(key);  // indexed but gone: never serve it
-        return make_error(errc::io, "block file vanished");
+        if (errno != ENOENT) return make_error(errc::io, "cannot open a KV block: " + std::string(std::strerror(errno)));
+        drop(key, missing_);  // removed behind our back: forget it, it is not corruption
+        rc::log::warn("kv", "disk_block_missing", {{"key", key.hex().substr(0, 16)}, {"dir", dir_.string()}});
+        return make_error(errc::not_found, "block file vanished");
     }
     uint8_t header[header_bytes];
     header_fields h{};
@@ -235,10 +323,12 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
     bool ok = read_all(fd, header, sizeof header);
     if (ok) {
         std::memcpy(&h, header, sizeof h);
-        ok = std::memcmp(h.magic, k_magic, sizeof k_magic) == 0 && h.version == k_version && h.header_bytes == header_bytes &&
-             std::memcmp(h.identity, identity_.data(), 32) == 0 && std::memcmp(h.key, key.d.data(), 32) == 0 &&
-             h.payload_bytes < (1ull << 34) && h.n_tokens > 0 && h.pos0 >= 0;
+        ok = header_matches(h, identity_, key) && h.payload_bytes < (1ull << 34) && h.n_tokens > 0 && h.pos0 >= 0;
     }
+    // The header is only trusted as far as the file backs it: a block damaged or replaced since
+    // open() indexed it must not make us allocate what it claims (found by fuzz_kv_disk_block).
+    struct stat st {};
+    ok = ok && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == header_bytes + h.payload_bytes;
     if (ok) {
         blob->bytes.resize(h.payload_bytes);
         ok = read_all(fd, blob->bytes.data(), blob->bytes.size());
@@ -247,16 +337,27 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
     }
     ::close(fd);
     if (ok) {
-        digest256 sum = checksum(h, blob->bytes.data(), blob->bytes.size());
-        ok = std::memcmp(sum.data(), header + k_checksum_offset, sum.size()) == 0;
+        uint64_t stored;
+        std::memcpy(&stored, header + k_checksum_offset, sizeof stored);
+        ok = checksum(h, blob->bytes.data(), blob->bytes.size()) == stored;
     }
     if (!ok) {
-        drop_corrupt(key);
+        drop(key, corrupt_);
+        rc::log::warn("kv", "disk_block_corrupt", {{"key", key.hex().substr(0, 16)}, {"dir", dir_.string()}});
         return make_error(errc::invalid_argument, "corrupt KV block dropped");
     }
     blob->pos0 = h.pos0;
     blob->n_tokens = h.n_tokens;
     return blob;
+}
+
+void disk_store::will_read(const std::vector<block_key> & keys) const {
+    for (const auto & k : keys) {
+        int fd = ::open(path_of(k).c_str(), O_RDONLY);
+        if (fd < 0) continue;
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+        ::close(fd);
+    }
 }
 
 bool disk_store::contains(const block_key & key) const {
@@ -272,6 +373,75 @@ size_t disk_store::bytes_used() const {
 size_t disk_store::count() const {
     std::lock_guard lock(mutex_);
     return index_.size();
+}
+
+// ---- records.log: [u32 length][u64 XXH3-64 of the bytes][bytes], appended.
+
+namespace {
+std::vector<uint8_t> frame(const std::vector<uint8_t> & record) {
+    std::vector<uint8_t> out(12 + record.size());
+    const uint32_t n = static_cast<uint32_t>(record.size());
+    const uint64_t sum = XXH3_64bits(record.data(), record.size());
+    std::memcpy(out.data(), &n, 4);
+    std::memcpy(out.data() + 4, &sum, 8);
+    std::memcpy(out.data() + 12, record.data(), record.size());
+    return out;
+}
+}  // namespace
+
+status disk_store::append_record(const std::vector<uint8_t> & record) {
+    std::lock_guard lock(records_mutex_);
+    const fs::path p = dir_ / "records.log";
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) return make_error(errc::io, "cannot open " + p.string() + ": " + std::strerror(errno));
+    auto bytes = frame(record);
+    bool ok = write_all(fd, bytes.data(), bytes.size());
+    ::close(fd);
+    if (!ok) return make_error(errc::io, "cannot append to " + p.string());
+    return {};
+}
+
+std::vector<std::vector<uint8_t>> disk_store::read_records() const {
+    std::vector<std::vector<uint8_t>> out;
+    const fs::path p = dir_ / "records.log";
+    int fd = ::open(p.c_str(), O_RDONLY);
+    if (fd < 0) return out;
+    for (;;) {
+        uint8_t head[12];
+        if (!read_all(fd, head, sizeof head)) break;
+        uint32_t n;
+        uint64_t sum;
+        std::memcpy(&n, head, 4);
+        std::memcpy(&sum, head + 4, 8);
+        if (n > (1u << 20)) break;
+        std::vector<uint8_t> rec(n);
+        if (!read_all(fd, rec.data(), n) || XXH3_64bits(rec.data(), n) != sum) break;  // a torn or corrupt tail ends the log
+        out.push_back(std::move(rec));
+    }
+    ::close(fd);
+    return out;
+}
+
+status disk_store::rewrite_records(const std::vector<std::vector<uint8_t>> & records) {
+    std::lock_guard lock(records_mutex_);
+    const fs::path p = dir_ / "records.log";
+    const fs::path tmp = dir_ / ("records." + std::to_string(::getpid()) + ".tmp");
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return make_error(errc::io, "cannot create " + tmp.string());
+    bool ok = true;
+    for (const auto & r : records) {
+        auto bytes = frame(r);
+        ok = ok && write_all(fd, bytes.data(), bytes.size());
+    }
+    ok = ok && ::fsync(fd) == 0;
+    ::close(fd);
+    std::error_code ec;
+    if (ok) fs::rename(tmp, p, ec);
+    if (!ok || ec) {
+        fs::remove(tmp, ec);
+        return make_error(errc::io, "cannot rewrite " + p.string());
+    }
+    return {};
 }
 
 }  // namespace rc::kv

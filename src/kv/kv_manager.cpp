@@ -6,9 +6,9 @@
 
 namespace rc::kv {
 
-result<std::unique_ptr<kv_manager>> kv_manager::open(const kv_options & opts, const kv_identity & id) {
+result<std::unique_ptr<kv_manager>> kv_manager::open(const kv_options & opts, const kv_identity & id, kv_stats & stats) {
     if (opts.block_size < 1 || opts.block_size > 4096) return make_error(errc::invalid_argument, "KV block size must be 1..4096 tokens");
-    std::unique_ptr<kv_manager> m(new kv_manager());
+    std::unique_ptr<kv_manager> m(new kv_manager(stats));
     m->opts_ = opts;
     m->id_ = id;
     if (opts.host_budget > 0) m->host_ = std::make_unique<host_store>(opts.host_budget);
@@ -36,44 +36,68 @@ blob_ptr kv_manager::host_get(const block_key & key) { return host_ ? host_->get
 void kv_manager::write_to_disk(const block_key & key, const blob_ptr & blob) {
     auto st = disk_->write(key, *blob);
     if (st) {
-        stats_.add_move(move::host_to_disk, blob->bytes.size());
+        stats_.host_to_disk.add(blob->bytes.size());
     } else {
         rc::log::warn("kv", "disk_write_failed", {{"error", st.err().message}});
     }
 }
 
-void kv_manager::store(const block_key & key, blob_ptr blob) {
+void kv_manager::store(const block_key & key, blob_ptr blob, const std::shared_ptr<write_group> & group) {
     if (host_) {
-        stats_.add_move(move::context_to_host, blob->bytes.size());
-        stats_.evictions[static_cast<int>(tier_name::host)] += host_->put(key, blob).size();
+        stats_.context_to_host.add(blob->bytes.size());
+        stats_.evicted_host.add(host_->put(key, blob).size());
     }
     if (!disk_ || disk_->contains(key)) return;
-    if (opts_.write_through) {
+    if (group) group->add();
+    io_->submit([this, key, blob, group] {
         write_to_disk(key, blob);
-    } else {
-        io_->submit([this, key, blob] { write_to_disk(key, blob); });
-    }
-}
-
-void kv_manager::promote_from_disk(std::vector<block_key> keys, std::function<void(std::vector<blob_ptr>)> done) {
-    io_->submit([this, keys = std::move(keys), done = std::move(done)] {
-        auto start = std::chrono::steady_clock::now();
-        std::vector<blob_ptr> out;
-        for (const auto & k : keys) {
-            if (blob_ptr cached = host_get(k)) {
-                out.push_back(std::move(cached));
-                continue;
-            }
-            auto b = disk_ ? disk_->read(k) : result<std::shared_ptr<block_blob>>(make_error(errc::not_found, "no disk tier"));
-            if (!b) break;
-            blob_ptr blob = std::move(b.value());
-            stats_.add_move(move::disk_to_host, blob->bytes.size());
-            if (host_) stats_.evictions[static_cast<int>(tier_name::host)] += host_->put(k, blob).size();
-            out.push_back(std::move(blob));
-        }
-        stats_.promotion_latency[1].observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        done(std::move(out));
+        if (group) group->finish_one();
     });
 }
+
+void kv_manager::promote_from_disk(std::vector<block_key> keys, std::function<void(size_t, blob_ptr)> on_block,
+                                   std::function<void(size_t)> on_end) {
+    io_->submit([this, keys = std::move(keys), on_block = std::move(on_block), on_end = std::move(on_end)] {
+        constexpr size_t k_read_ahead = 4;
+        size_t delivered = 0;
+        for (size_t i = 0; i < keys.size(); ++i) {
+            const auto & k = keys[i];
+            blob_ptr blob = host_get(k);
+            if (!blob) {
+                if (!disk_) break;
+                // The kernel reads the next few files while this one is verified and restored.
+                if (i % k_read_ahead == 0) {
+                    std::vector<block_key> ahead(keys.begin() + static_cast<long>(i) + 1,
+                                                 keys.begin() + static_cast<long>(std::min(keys.size(), i + 1 + k_read_ahead)));
+                    disk_->will_read(ahead);
+                }
+                auto start = std::chrono::steady_clock::now();
+                auto b = disk_->read(k);
+                if (!b) break;
+                blob = std::move(b.value());
+                stats_.promotion_disk.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                stats_.disk_to_host.add(blob->bytes.size());
+                if (host_) stats_.evicted_host.add(host_->put(k, blob).size());
+            }
+            if (on_block) on_block(i, std::move(blob));
+            ++delivered;
+        }
+        if (on_end) on_end(delivered);
+    });
+}
+
+void kv_manager::append_record(std::vector<uint8_t> record) {
+    if (!disk_) return;
+    io_->submit([this, record = std::move(record)] {
+        if (auto st = disk_->append_record(record); !st) rc::log::debug("kv", "record_append_failed", {{"error", st.err().message}});
+    });
+}
+
+void kv_manager::rewrite_records(const std::vector<std::vector<uint8_t>> & records) {
+    if (!disk_) return;
+    if (auto st = disk_->rewrite_records(records); !st) rc::log::warn("kv", "records_rewrite_failed", {{"error", st.err().message}});
+}
+
+std::vector<std::vector<uint8_t>> kv_manager::read_records() const { return disk_ ? disk_->read_records() : std::vector<std::vector<uint8_t>>{}; }
 
 }  // namespace rc::kv

@@ -1,11 +1,14 @@
 #pragma once
-// The KV tiers below the context (T1 host RAM, T2 disk) and their bookkeeping, as the engine thread
-// drives them (DESIGN.md §5). Block moves into and out of the llama_context happen in the engine
-// (engine/kv_bridge); this class decides where blocks live and moves them between T1 and T2 on its
-// I/O pool. Thread-safe.
+// The KV tiers below the context (T1 host RAM, T2 disk) and the moves between them (DESIGN.md §5).
+// Block moves into and out of the llama_context happen in the engine (engine/kv_bridge); what to move
+// is the planner's decision (kv_planner.h); this class keeps the blocks and moves them between T1 and
+// T2 on its I/O pool, so the engine thread never waits on disk (write-through included: it only
+// delays the caller's completion callback, never the caller). Thread-safe.
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -23,57 +26,89 @@ struct kv_options {
     size_t host_budget = 0;              // bytes; 0 turns the host tier off
     std::filesystem::path disk_dir;      // empty turns the disk tier off
     size_t disk_budget = 0;              // bytes
-    bool write_through = false;          // false: blocks reach disk asynchronously (write-back)
+    bool write_through = false;          // true: a finished request is reported only once its blocks are on disk
     int cached_sequences = 8;            // idle conversations kept in the context (T0)
     int io_threads = 1;
 };
 
-class kv_manager {
+// Where a block is below the context. The planner asks through this interface (tests give it a fake).
+class block_index {
   public:
-    // Errors: invalid_argument (block size), io (disk directory unusable).
-    static result<std::unique_ptr<kv_manager>> open(const kv_options & opts, const kv_identity & id);
-    ~kv_manager();
+    virtual ~block_index() = default;
+    virtual std::optional<tier_name> where(const block_key & key) const = 0;
+};
+
+// Disk writes that one caller waits for (a write-through request): `done` runs on an I/O thread once
+// every write added before seal() has finished, successfully or not.
+class write_group {
+  public:
+    explicit write_group(std::function<void()> done) : done_(std::move(done)) {}
+    void add() { pending_.fetch_add(1); }
+    void finish_one() { if (pending_.fetch_sub(1) == 1) fire(); }
+    void seal() { finish_one(); }  // the caller's own reference (pending_ starts at 1)
+
+  private:
+    void fire() {
+        if (done_) done_();
+    }
+    std::atomic<int> pending_{1};
+    std::function<void()> done_;
+};
+
+class kv_manager : public block_index {
+  public:
+    // Errors: invalid_argument (block size), io (disk directory unusable). Counters go to `stats`,
+    // which must outlive the manager.
+    static result<std::unique_ptr<kv_manager>> open(const kv_options & opts, const kv_identity & id, kv_stats & stats);
+    ~kv_manager() override;
 
     const kv_options & options() const { return opts_; }
     int block_size() const { return opts_.block_size; }
     bool host_enabled() const { return host_ != nullptr; }
     bool disk_enabled() const { return disk_ != nullptr; }
-    bool enabled() const { return host_enabled() || disk_enabled(); }
 
-    block_key root(std::string_view cache_salt) const { return root_key(id_, cache_salt); }
-
-    // Where a block is below the context: host first, then disk; nullopt when in neither.
-    std::optional<tier_name> where(const block_key & key) const;
+    // Host first, then disk; nullopt when in neither. Never waits on disk I/O.
+    std::optional<tier_name> where(const block_key & key) const override;
     blob_ptr host_get(const block_key & key);
 
     // A block leaving the context: into T1 (evicting T1's least recently used blocks, which are
-    // already on disk or queued for it), and to disk write-back (or write-through).
-    void store(const block_key & key, blob_ptr blob);
+    // already on disk or queued for it) and to disk in the background. With `group`, the write
+    // counts towards it.
+    void store(const block_key & key, blob_ptr blob, const std::shared_ptr<write_group> & group = nullptr);
 
-    // Reads blocks (a consecutive run of a prompt's blocks) from disk on the I/O pool, keeps them in
-    // T1 when it is on, and hands them to `done` on an I/O thread: the longest verified prefix of
-    // `keys`, in order. A corrupt block is dropped and counted, never served; the run stops there.
-    void promote_from_disk(std::vector<block_key> keys, std::function<void(std::vector<blob_ptr>)> done);
+    // Reads a consecutive run of a prompt's blocks on the I/O pool (host copies first, then disk),
+    // keeps what it read in T1 when it is on, and hands each block to `on_block` (on an I/O thread,
+    // in order, index into `keys`) as soon as it is verified, so the caller restores one while the
+    // next is read. Stops at the first block that is missing or corrupt (dropped and counted, never
+    // served); `on_end` then gets the number delivered.
+    void promote_from_disk(std::vector<block_key> keys, std::function<void(size_t, blob_ptr)> on_block,
+                           std::function<void(size_t)> on_end);
 
-    void drain_io() { io_->drain(); }  // waits for queued disk writes (tests, shutdown)
+    // Small records persisted beside the disk blocks (the planner's prompt-end aliases): appended in
+    // the background; read_records() returns what the directory held at open. No-ops without disk.
+    void append_record(std::vector<uint8_t> record);
+    std::vector<std::vector<uint8_t>> read_records() const;
+    void rewrite_records(const std::vector<std::vector<uint8_t>> & records);  // synchronous (at open)
 
-    kv_stats & stats() { return stats_; }
+    void drain_io() { io_->drain(); }  // waits for queued disk work (tests, shutdown)
+
     size_t host_bytes() const { return host_ ? host_->bytes_used() : 0; }
     size_t disk_bytes() const { return disk_ ? disk_->bytes_used() : 0; }
     size_t host_blocks() const { return host_ ? host_->count() : 0; }
     size_t disk_blocks() const { return disk_ ? disk_->count() : 0; }
     uint64_t corrupt_blocks() const { return disk_ ? disk_->corrupt_dropped() : 0; }
+    uint64_t missing_blocks() const { return disk_ ? disk_->missing_dropped() : 0; }
 
   private:
-    kv_manager() = default;
+    kv_manager(kv_stats & stats) : stats_(stats) {}
     void write_to_disk(const block_key & key, const blob_ptr & blob);
 
     kv_options opts_;
     kv_identity id_;
+    kv_stats & stats_;
     std::unique_ptr<host_store> host_;
     std::unique_ptr<disk_store> disk_;
     std::unique_ptr<io_pool> io_;
-    kv_stats stats_;
 };
 
 }  // namespace rc::kv

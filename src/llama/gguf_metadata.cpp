@@ -1,6 +1,7 @@
 #include "llama/gguf_metadata.h"
 
 #include "util/quantization.h"
+#include "util/shortest_decimal.h"
 
 #include <ggml.h>
 #include <gguf.h>
@@ -23,12 +24,7 @@ struct gguf_deleter {
 
 // A float32 as the double with the same shortest decimal form (1e-12f reads back as 1e-12, not
 // 9.999999960041972e-13), so listings show the values the file's author wrote.
-double widen(float f) {
-    char buf[32];
-    auto r = std::to_chars(buf, buf + sizeof buf - 1, f);
-    *r.ptr = '\0';
-    return std::strtod(buf, nullptr);
-}
+double widen(float f) { return std::strtod(shortest_decimal(f).c_str(), nullptr); }
 
 // One element of a scalar or array value, widened to the variant's types.
 gguf_scalar element(gguf_type type, const void * data, size_t i) {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "util/shortest_decimal.h"
 #include "util/utf8.h"
 
 namespace rc::metrics {
@@ -62,10 +63,7 @@ std::string escape_label_value(std::string_view value) { return escape(value, tr
 std::string format_value(double v) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    if (ec != std::errc()) return "NaN";  // cannot happen with 64 bytes; keeps the line parseable
-    return std::string(buf, end);
+    return shortest_decimal(v);
 }
 
 void append_labels(std::string & out, const std::vector<std::string> & names, const std::vector<std::string> & values,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/safe_quote.h"
+
 namespace rc::models {
 
 namespace fs = std::filesystem;
@@ -20,7 +22,7 @@ model_entry from_record(const store::model_record & r) {
     e.size_bytes = r.total_size;
     e.modified = std::chrono::time_point_cast<std::chrono::system_clock::duration>(r.modified);
     e.from_store = true;
-    e.status = std::string(store::to_string(r.m.status));
+    e.status = r.m.status;
     e.status_reason = r.m.status_reason;
     if (const auto * l = r.m.first_model_layer()) e.digest = l->digest.str();
     e.quantization = r.m.quantization;
@@ -87,8 +89,9 @@ result<model_entry> local_catalog::find(const std::string & requested) const {
         if (auto r = store_->find(*name)) return from_record(*r);
     }
     if (auto e = loose_file(dir_, requested)) return *e;
-    if (!name && !is_valid_model_name(requested)) return make_error(errc::invalid_argument, "invalid model name '" + requested + "': " + name.err().message);
-    return make_error(errc::not_found, "model '" + requested + "' not found");
+    // The name is client input: echoed bounded and printable (a NUL or a megabyte of it stays out).
+    if (!name && !is_valid_model_name(requested)) return name.err();
+    return make_error(errc::not_found, "model " + safe_quote(requested, max_echoed_name) + " not found");
 }
 
 }  // namespace rc::models

@@ -26,7 +26,8 @@ struct model_entry {
     std::chrono::system_clock::time_point modified;
 
     bool from_store = false;
-    std::string status = "ready";  // store models: ready | quarantined | failed
+    // Loose files are always ready; store models are ready once their quarantine check passed.
+    store::model_status status = store::model_status::ready;
     std::string status_reason;
     std::string digest;            // store models: "sha256-<hex>" of the first model blob
     std::string quantization;      // store models: from the manifest; loose files: read from the GGUF elsewhere
@@ -34,7 +35,7 @@ struct model_entry {
     std::optional<std::string> system;         // store models: default system prompt
     nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // Ollama option defaults
 
-    bool servable() const { return status == "ready"; }
+    bool servable() const { return status == store::model_status::ready; }
     std::vector<std::string> part_strings() const;
 };
 

@@ -1,35 +1,86 @@
 #include "models/model_manager.h"
 
+#include <algorithm>
+#include <cassert>
+
 #include "util/byte_size.h"
 #include "util/log.h"
 
 namespace rc::models {
 
-using sys_clock = std::chrono::system_clock;
+// Everything the manager knows about one loaded model. Guarded by the manager's mutex, except
+// `engine`, which is set before the slot is published and reset only by the reaper once no lease
+// can reach it (leases == 0 and retiring: no new lease is handed out).
+struct detail::model_slot {
+    std::string name;
+    std::unique_ptr<engine::engine> engine;
+    std::chrono::system_clock::time_point loaded_at;
+    std::chrono::steady_clock::time_point idle_since;  // when the last lease ended (or the load did)
+    std::chrono::nanoseconds keep_alive{0};
+    uint64_t memory = 0;
+    int leases = 0;
+    bool retiring = false;     // off the loaded list: no new leases
+    bool tearing_down = false; // the reaper is destroying the engine
+};
 
 namespace {
 
-bool idle(const loaded_model & lm) { return lm.engine.use_count() == 1; }
+constexpr auto forever = std::chrono::nanoseconds::max();
 
-bool expired(const loaded_model & lm, sys_clock::time_point now) {
-    if (lm.keep_alive == std::chrono::nanoseconds::max()) return false;
-    return now - lm.last_used >= std::chrono::duration_cast<sys_clock::duration>(lm.keep_alive);
+// When an idle slot's keep_alive runs out; max() for never.
+std::chrono::steady_clock::time_point idle_deadline(const detail::model_slot & s) {
+    using steady = std::chrono::steady_clock;
+    if (s.keep_alive == forever) return steady::time_point::max();
+    auto d = std::chrono::duration_cast<steady::duration>(s.keep_alive);
+    if (s.idle_since > steady::time_point::max() - d) return steady::time_point::max();
+    return s.idle_since + d;
 }
 
 }  // namespace
 
+// --- model_lease ---------------------------------------------------------------------------------
+
+model_lease & model_lease::operator=(model_lease && other) noexcept {
+    if (this != &other) {
+        release();
+        owner_ = other.owner_;
+        slot_ = std::move(other.slot_);
+        other.owner_ = nullptr;
+    }
+    return *this;
+}
+
+engine::engine & model_lease::engine() const {
+    assert(slot_ && "engine() on an empty lease");
+    return *slot_->engine;
+}
+
+const std::string & model_lease::name() const {
+    assert(slot_ && "name() on an empty lease");
+    return slot_->name;
+}
+
+void model_lease::set_keep_alive(std::chrono::nanoseconds keep_alive) {
+    if (!slot_) return;
+    {
+        std::lock_guard lock(owner_->mutex_);
+        slot_->keep_alive = keep_alive;
+    }
+    owner_->reaper_wake_.notify_one();
+}
+
+void model_lease::release() {
+    if (!slot_) return;
+    owner_->release(*slot_);
+    slot_.reset();
+    owner_ = nullptr;
+}
+
+// --- model_manager -------------------------------------------------------------------------------
+
 model_manager::model_manager(local_catalog catalog, engine::engine_options engine_opts, llama::model_load_options load_opts, manager_options opts)
-    : catalog_(std::move(catalog)), engine_opts_(engine_opts), load_opts_(load_opts), opts_(opts) {
-    reaper_ = std::thread([this] {
-        std::unique_lock lock(mutex_);
-        while (!stopping_) {
-            reaper_wake_.wait_for(lock, std::chrono::seconds(1));
-            if (stopping_) break;
-            lock.unlock();
-            reap_expired();
-            lock.lock();
-        }
-    });
+    : catalog_(std::move(catalog)), engine_opts_(engine_opts), load_opts_(load_opts), opts_(std::move(opts)) {
+    reaper_ = std::thread([this] { reaper_loop(); });
 }
 
 model_manager::~model_manager() {
@@ -40,137 +91,196 @@ model_manager::~model_manager() {
     reaper_wake_.notify_all();
     reaper_.join();
     std::lock_guard lock(mutex_);
+    for (const auto & [name, s] : loaded_) assert(s->leases == 0 && "a model_lease outlived its manager");
     loaded_.clear();
+    retiring_.clear();
 }
 
-std::string model_manager::key_of(const std::string & requested) const {
-    auto entry = catalog_.find(requested);
-    return entry ? entry->name : requested;
-}
-
-uint64_t model_manager::memory_in_use() const {
-    std::lock_guard lock(mutex_);
+uint64_t model_manager::used_locked() const {
     uint64_t sum = 0;
-    for (const auto & [n, lm] : loaded_) sum += lm.memory;
+    for (const auto & [n, s] : loaded_) sum += s->memory;
+    for (const auto & s : retiring_) sum += s->memory;
     for (const auto & [n, bytes] : loading_) sum += bytes;
     return sum;
 }
 
-status model_manager::make_room(std::unique_lock<std::mutex> & lock, uint64_t need, const std::string & for_name) {
+uint64_t model_manager::memory_in_use() const {
+    std::lock_guard lock(mutex_);
+    return used_locked();
+}
+
+void model_manager::retire_locked(const std::string & name) {
+    auto it = loaded_.find(name);
+    if (it == loaded_.end()) return;
+    it->second->retiring = true;
+    retiring_.push_back(std::move(it->second));
+    loaded_.erase(it);
+    reaper_wake_.notify_one();
+}
+
+status model_manager::make_room(lock_t & lock, uint64_t need, const std::string & for_name) {
     if (opts_.memory_budget == 0) return {};
     if (need > opts_.memory_budget)
         return make_error(errc::invalid_argument, "model '" + for_name + "' needs about " + format_byte_size(need) + ", more than the whole memory budget of " +
                                                       format_byte_size(opts_.memory_budget) + " (--memory-budget)");
-    const auto deadline = std::chrono::steady_clock::now() + opts_.busy_wait;
+    const auto deadline = steady::now() + opts_.busy_wait;
     for (;;) {
-        uint64_t used = 0;
-        for (const auto & [n, lm] : loaded_) used += lm.memory;
-        for (const auto & [n, bytes] : loading_) used += bytes;
+        const uint64_t used = used_locked();
         if (used + need <= opts_.memory_budget) return {};
-        auto victim = loaded_.end();
-        for (auto it = loaded_.begin(); it != loaded_.end(); ++it)
-            if (idle(it->second) && (victim == loaded_.end() || it->second.last_used < victim->second.last_used)) victim = it;
-        if (victim != loaded_.end()) {
-            rc::log::info("models", "unloading_for_room", {{"model", victim->first}, {"for", for_name}, {"freed", victim->second.memory}});
-            auto engine = std::move(victim->second.engine);
-            loaded_.erase(victim);
-            lock.unlock();
-            engine.reset();  // stops its thread and frees its context outside the lock
-            lock.lock();
+        // Retired models nobody holds are being torn down: their memory is as good as free.
+        uint64_t freeing = 0;
+        for (const auto & s : retiring_)
+            if (s->leases == 0) freeing += s->memory;
+        if (freeing > 0 && used - freeing + need <= opts_.memory_budget) {
+            changed_.wait(lock);  // a teardown always ends, and frees its memory
             continue;
         }
-        if (std::chrono::steady_clock::now() >= deadline)
+        std::shared_ptr<slot> victim;
+        for (const auto & [n, s] : loaded_)
+            if (s->leases == 0 && (!victim || s->idle_since < victim->idle_since)) victim = s;
+        if (victim) {
+            rc::log::info("models", "unloading_for_room", {{"model", victim->name}, {"for", for_name}, {"freed", victim->memory}});
+            retire_locked(victim->name);
+            continue;
+        }
+        if (freeing > 0) {
+            changed_.wait(lock);
+            continue;
+        }
+        if (steady::now() >= deadline)
             return make_error(errc::unavailable, "the memory budget (" + format_byte_size(opts_.memory_budget) + ") is held by busy models; '" + for_name +
                                                      "' cannot be loaded now, retry later");
-        // Busy models become idle when their requests let go of the engine; nothing signals that,
-        // so look again shortly.
-        load_done_.wait_for(lock, std::chrono::milliseconds(100));
+        // Woken when a lease ends (a busy model may be idle now) or an engine is gone: no polling.
+        changed_.wait_until(lock, deadline);
     }
 }
 
-result<std::shared_ptr<engine::engine>> model_manager::acquire(const std::string & requested) {
+result<model_lease> model_manager::acquire(const std::string & requested) {
     auto entry = catalog_.find(requested);
     if (!entry) return entry.err();
-    if (!entry->servable()) {
-        std::string why = entry->status == "failed" ? "failed its quarantine check: " + entry->status_reason : "is quarantined until its check passes";
-        return make_error(errc::invalid_argument, "model '" + entry->name + "' " + why);
-    }
-    const std::string name = entry->name;
+    return acquire(entry.value());
+}
 
-    std::unique_lock lock(mutex_);
+result<model_lease> model_manager::acquire(const model_entry & entry) {
+    if (!entry.servable()) {
+        std::string why = entry.status == store::model_status::failed ? "failed its quarantine check: " + entry.status_reason
+                                                                        : "is quarantined until its check passes";
+        return make_error(errc::invalid_argument, "model '" + entry.name + "' " + why);
+    }
+    const std::string & name = entry.name;
+
+    lock_t lock(mutex_);
     for (;;) {
+        if (stopping_) return make_error(errc::unavailable, "the server is stopping");
         if (auto it = loaded_.find(name); it != loaded_.end()) {
-            it->second.last_used = sys_clock::now();
-            return it->second.engine;
+            ++it->second->leases;
+            return model_lease(this, it->second);
         }
         if (!loading_.count(name)) break;
-        load_done_.wait(lock);  // another request is loading it; its result serves us too
+        changed_.wait(lock);  // another request is loading it; its result serves us too
     }
-    const uint64_t need = estimate_memory(*entry, engine_opts_).total();
+    const uint64_t need = estimate_memory(entry, engine_opts_).total();
     loading_[name] = 0;  // claims the load before make_room may release the lock
     if (auto room = make_room(lock, need, name); !room) {
         loading_.erase(name);
-        load_done_.notify_all();
+        changed_.notify_all();
         return room.err();
     }
     loading_[name] = need;
     lock.unlock();
 
-    auto started = std::chrono::steady_clock::now();
-    result<std::shared_ptr<engine::engine>> out = make_error(errc::internal, "not loaded");
+    auto started = steady::now();
     auto lo = load_opts_;
-    lo.chat_template = entry->template_text.value_or("");
-    auto m = llama::model::load(entry->part_strings(), lo);
-    if (!m) {
-        out = m.err();
+    lo.chat_template = entry.template_text.value_or("");
+    std::unique_ptr<engine::engine> eng;
+    error failure;
+    if (auto m = llama::model::load(entry.part_strings(), lo); !m) {
+        failure = m.err();
+    } else if (auto e = engine::engine::start(m.value(), engine_opts_); !e) {
+        failure = e.err();
     } else {
-        auto e = engine::engine::start(m.value(), engine_opts_);
-        if (!e) out = e.err();
-        else out = std::shared_ptr<engine::engine>(std::move(e.value()));
+        eng = std::move(e.value());
     }
 
     lock.lock();
     loading_.erase(name);
-    if (out) {
-        auto now = sys_clock::now();
-        loaded_[name] = loaded_model{name, out.value(), now, now, opts_.default_keep_alive, need};
-        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-        rc::log::info("models", "loaded", {{"model", name}, {"ms", ms}, {"memory_estimate", need}});
-    } else {
-        rc::log::error("models", "load_failed", {{"model", name}, {"error", out.err().message}});
+    changed_.notify_all();
+    if (!eng) {
+        rc::log::error("models", "load_failed", {{"model", name}, {"error", failure.message}});
+        return failure;
     }
-    load_done_.notify_all();
-    return out;
+    auto s = std::make_shared<slot>();
+    s->name = name;
+    s->engine = std::move(eng);
+    s->loaded_at = std::chrono::system_clock::now();
+    s->idle_since = steady::now();
+    s->keep_alive = opts_.default_keep_alive;
+    s->memory = need;
+    s->leases = 1;
+    loaded_[name] = s;
+    double ms = std::chrono::duration<double, std::milli>(steady::now() - started).count();
+    rc::log::info("models", "loaded", {{"model", name}, {"ms", ms}, {"memory_estimate", need}});
+    return model_lease(this, std::move(s));
+}
+
+void model_manager::release(slot & s) {
+    {
+        std::lock_guard lock(mutex_);
+        assert(s.leases > 0);
+        if (--s.leases > 0) return;
+        s.idle_since = steady::now();
+        // keep_alive 0: the model goes as soon as nobody uses it (Ollama's "unload after the reply").
+        if (!s.retiring && s.keep_alive.count() == 0) {
+            rc::log::info("models", "unloading", {{"model", s.name}, {"reason", "keep_alive 0"}});
+            retire_locked(s.name);
+        }
+    }
+    reaper_wake_.notify_one();  // a teardown to do, or a new keep-alive deadline
+    changed_.notify_all();      // make_room may find an idle model now
+}
+
+loaded_model model_manager::view_locked(const slot & s, steady::time_point now) const {
+    using sys = std::chrono::system_clock;
+    loaded_model v;
+    v.name = s.name;
+    v.loaded_at = s.loaded_at;
+    v.keep_alive = s.keep_alive;
+    v.leases = s.leases;
+    v.memory = s.memory;
+    v.expires_at = sys::time_point::max();
+    if (s.keep_alive != forever) {
+        // Busy: keep_alive starts when the last lease ends, so it is a full keep_alive from now.
+        auto left = s.leases > 0 ? s.keep_alive : std::chrono::duration_cast<std::chrono::nanoseconds>(idle_deadline(s) - now);
+        const auto wall = sys::now();
+        if (left < std::chrono::duration_cast<std::chrono::nanoseconds>(sys::time_point::max() - wall))
+            v.expires_at = wall + std::chrono::duration_cast<sys::duration>(left);
+    }
+    return v;
 }
 
 std::vector<loaded_model> model_manager::loaded() const {
     std::lock_guard lock(mutex_);
     std::vector<loaded_model> out;
-    for (const auto & [name, lm] : loaded_) out.push_back(lm);
+    const auto now = steady::now();
+    for (const auto & [name, s] : loaded_) out.push_back(view_locked(*s, now));
     return out;
 }
 
-bool model_manager::unload(const std::string & requested) {
-    const std::string name = key_of(requested);
-    std::shared_ptr<engine::engine> victim;
-    {
-        std::lock_guard lock(mutex_);
-        auto it = loaded_.find(name);
-        if (it == loaded_.end()) return false;
-        victim = std::move(it->second.engine);
-        loaded_.erase(it);
-    }
-    load_done_.notify_all();
-    rc::log::info("models", "unloaded", {{"model", name}});
-    return true;  // the engine stops when its last in-flight user lets go
+void model_manager::visit_loaded(const std::function<void(const loaded_model &, const engine::engine &)> & f) const {
+    std::lock_guard lock(mutex_);
+    const auto now = steady::now();
+    for (const auto & [name, s] : loaded_) f(view_locked(*s, now), *s->engine);
 }
 
-bool model_manager::set_keep_alive(const std::string & requested, std::chrono::nanoseconds keep_alive) {
-    const std::string name = key_of(requested);
-    std::lock_guard lock(mutex_);
-    auto it = loaded_.find(name);
-    if (it == loaded_.end()) return false;
-    it->second.keep_alive = keep_alive;
+bool model_manager::unload(const std::string & requested) {
+    auto entry = catalog_.find(requested);
+    const std::string name = entry ? entry->name : requested;
+    {
+        std::lock_guard lock(mutex_);
+        if (!loaded_.count(name)) return false;
+        retire_locked(name);
+    }
+    rc::log::info("models", "unloading", {{"model", name}, {"reason", "requested"}});
     return true;
 }
 
@@ -179,25 +289,48 @@ bool model_manager::loading() const {
     return !loading_.empty();
 }
 
-void model_manager::reap_expired() {
-    std::vector<std::shared_ptr<engine::engine>> victims;
-    {
-        std::lock_guard lock(mutex_);
-        const auto now = sys_clock::now();
-        for (auto it = loaded_.begin(); it != loaded_.end();) {
-            if (!idle(it->second)) {
-                it->second.last_used = now;  // in use: its keep_alive counts from when it goes idle
-                ++it;
-            } else if (expired(it->second, now)) {
-                rc::log::info("models", "keep_alive_expired", {{"model", it->first}});
-                victims.push_back(std::move(it->second.engine));
-                it = loaded_.erase(it);
-            } else {
-                ++it;
+void model_manager::reaper_loop() {
+    lock_t lock(mutex_);
+    while (!stopping_) {
+        const auto now = steady::now();
+        // Idle models past their keep_alive go.
+        std::vector<std::string> expired;
+        auto next = steady::time_point::max();
+        for (const auto & [name, s] : loaded_) {
+            if (s->leases > 0) continue;
+            auto due = idle_deadline(*s);
+            if (due <= now) expired.push_back(name);
+            else next = std::min(next, due);
+        }
+        for (const auto & name : expired) {
+            rc::log::info("models", "keep_alive_expired", {{"model", name}});
+            retire_locked(name);
+        }
+        // Retired models nobody holds are torn down here, outside the lock: joining an engine's
+        // thread can take a step's time, and no request thread should wait for it.
+        std::vector<std::shared_ptr<slot>> victims;
+        for (const auto & s : retiring_) {
+            if (s->leases == 0 && !s->tearing_down) {
+                s->tearing_down = true;
+                victims.push_back(s);
             }
         }
+        if (!victims.empty()) {
+            lock.unlock();
+            for (auto & s : victims) {
+                s->engine.reset();
+                rc::log::info("models", "unloaded", {{"model", s->name}});
+                if (opts_.on_unloaded) opts_.on_unloaded(s->name);
+            }
+            lock.lock();
+            // Its memory stops counting only now that it is really gone.
+            std::erase_if(retiring_, [](const auto & s) { return s->tearing_down && !s->engine; });
+            changed_.notify_all();
+            continue;
+        }
+        if (next == steady::time_point::max()) reaper_wake_.wait(lock);
+        else reaper_wake_.wait_until(lock, next);
     }
-    if (!victims.empty()) load_done_.notify_all();
 }
 
 }  // namespace rc::models

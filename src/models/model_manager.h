@@ -1,12 +1,21 @@
 #pragma once
-// Loads models on demand and hands out their engines (DESIGN.md §1: a request naming a servable
+// Loads models on demand and lends out their engines (DESIGN.md §1: a request naming a servable
 // model that is not loaded loads it; the request waits). Concurrent requests for a model that is
 // loading wait for the same load. Several models stay loaded at once while they fit the memory
-// budget; a load that would exceed it first unloads idle models, least recently used first (a
-// model is idle when no request holds its engine). Idle models whose keep_alive has run out are
-// unloaded by a reaper thread. Thread-safe.
+// budget; a load that would exceed it first unloads idle models, least recently used first.
+//
+// A request holds its model through a `model_lease`: while any lease exists the model is busy and
+// is never unloaded for room or by keep_alive (an explicit unload takes it off the list at once; its
+// running requests finish). Observers — /api/ps, /metrics — read `loaded()` / `visit_loaded()` and
+// hold nothing, so looking at a model never makes it look used.
+//
+// Threads: every public call is thread-safe. Engines are torn down (their thread joined, their
+// context freed) only on the manager's reaper thread, never on a request's thread; the reaper also
+// unloads idle models whose keep_alive ran out, waking exactly when the next one is due.
+// Keep-alive runs on steady_clock (wall-clock jumps never unload a model early or keep it forever).
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,13 +31,49 @@
 
 namespace rc::models {
 
+class model_manager;
+namespace detail {
+struct model_slot;  // a loaded model's bookkeeping (model_manager.cpp)
+}
+
+// One request's hold on a loaded model. Move-only; the hold ends when it is destroyed (or released).
+// Valid only while the manager that lent it lives.
+class model_lease {
+  public:
+    model_lease() = default;
+    model_lease(model_lease && other) noexcept { *this = std::move(other); }
+    model_lease & operator=(model_lease && other) noexcept;
+    model_lease(const model_lease &) = delete;
+    model_lease & operator=(const model_lease &) = delete;
+    ~model_lease() { release(); }
+
+    explicit operator bool() const { return slot_ != nullptr; }
+    engine::engine & engine() const;
+    const std::string & name() const;  // the catalog name ("demo", "hf.co/o/r:Q4_K_M")
+
+    // How long the model stays loaded once no lease holds it (Ollama's keep_alive; 0: unload as soon
+    // as the last lease ends; nanoseconds::max(): never unload for idleness).
+    void set_keep_alive(std::chrono::nanoseconds keep_alive);
+    // Ends the hold now (idempotent).
+    void release();
+
+  private:
+    friend class model_manager;
+    model_lease(model_manager * owner, std::shared_ptr<detail::model_slot> s) : owner_(owner), slot_(std::move(s)) {}
+
+    model_manager * owner_ = nullptr;
+    std::shared_ptr<detail::model_slot> slot_;
+};
+
+// A loaded model as observers see it: plain values, nothing that keeps it loaded.
 struct loaded_model {
     std::string name;
-    std::shared_ptr<engine::engine> engine;
     std::chrono::system_clock::time_point loaded_at;
-    std::chrono::system_clock::time_point last_used;  // last acquired, or last seen in use
-    // How long to stay loaded once idle (Ollama's keep_alive; nanoseconds::max() = forever).
-    std::chrono::nanoseconds keep_alive = std::chrono::minutes(5);
+    std::chrono::nanoseconds keep_alive{0};
+    // When keep_alive would unload it, in wall-clock time for display: time_point::max() = never;
+    // while leases hold it, counted from now (it has not started idling).
+    std::chrono::system_clock::time_point expires_at;
+    int leases = 0;       // requests holding it now
     uint64_t memory = 0;  // the estimate it was admitted with (memory_estimate.h)
 };
 
@@ -37,39 +82,61 @@ struct manager_options {
     std::chrono::nanoseconds default_keep_alive = std::chrono::minutes(5);
     // How long a load waits for busy models to become idle when the budget is full.
     std::chrono::milliseconds busy_wait = std::chrono::minutes(5);
+    // Called on the reaper thread once a model's engine is gone (logs, tests). Must not call back
+    // into the manager.
+    std::function<void(const std::string & name)> on_unloaded;
 };
 
 class model_manager {
   public:
     model_manager(local_catalog catalog, engine::engine_options engine_opts, llama::model_load_options load_opts,
                   manager_options opts = {});
+    // Tears down every engine (on the calling thread: the reaper is stopped first). No lease may
+    // outlive the manager.
     ~model_manager();
 
     const local_catalog & catalog() const { return catalog_; }
     const manager_options & options() const { return opts_; }
     const engine::engine_options & engine_options() const { return engine_opts_; }
 
-    // The engine serving `name`, loading it first if needed. Errors: not_found / invalid_argument
-    // (unknown or bad name, a model still quarantined or failed, a model larger than the whole
-    // budget), unavailable (the budget is held by busy models), internal (load failed).
-    result<std::shared_ptr<engine::engine>> acquire(const std::string & name);
+    // A lease on `entry` (as the catalog found it: no second lookup), loading it first if needed.
+    // Errors: invalid_argument (a model still quarantined or failed, or larger than the whole budget),
+    // unavailable (the budget is held by busy models for longer than busy_wait), internal (load failed).
+    result<model_lease> acquire(const model_entry & entry);
+    // The same by name (one catalog lookup). Errors as above, plus not_found / invalid_argument for
+    // unknown or malformed names.
+    result<model_lease> acquire(const std::string & name);
 
+    // Snapshots of the loaded models, sorted by name. An unloaded model leaves this list at once,
+    // even while its last requests still run.
     std::vector<loaded_model> loaded() const;
+    // Calls `f` for each loaded model with its engine, under the manager's lock: `f` must be quick
+    // (read stats) and must not call the manager.
+    void visit_loaded(const std::function<void(const loaded_model &, const engine::engine &)> & f) const;
+
+    // Takes `name` off the loaded list now; its engine is torn down on the reaper thread once its
+    // running requests end. False when it was not loaded.
     bool unload(const std::string & name);
-    // Records `name`'s keep_alive (see loaded_model); false when it is not loaded.
-    bool set_keep_alive(const std::string & name, std::chrono::nanoseconds keep_alive);
     // True while any model is being loaded (readiness reports it).
     bool loading() const;
+    // Loaded, loading and not yet torn down models together (the budget's view).
     uint64_t memory_in_use() const;
 
-    // One pass of the keep_alive reaper (the thread runs it every second); public for tests.
-    void reap_expired();
-
   private:
-    // Unloads idle models (LRU first) until `need` more bytes fit; waits for busy ones up to
-    // opts_.busy_wait. Called with `lock` held; may release it while waiting.
-    status make_room(std::unique_lock<std::mutex> & lock, uint64_t need, const std::string & for_name);
-    std::string key_of(const std::string & requested) const;
+    friend class model_lease;
+    using steady = std::chrono::steady_clock;
+    using slot = detail::model_slot;
+    using lock_t = std::unique_lock<std::mutex>;
+
+    // Unloads idle models (LRU first) until `need` more bytes fit; waits (without polling) for busy
+    // ones to become idle up to opts_.busy_wait. Called with `lock` held; releases it while waiting.
+    status make_room(lock_t & lock, uint64_t need, const std::string & for_name);
+    uint64_t used_locked() const;
+    // Moves a loaded slot to the teardown list and wakes the reaper. Lock held.
+    void retire_locked(const std::string & name);
+    void release(slot & s);
+    void reaper_loop();
+    loaded_model view_locked(const slot & s, steady::time_point now) const;
 
     local_catalog catalog_;
     engine::engine_options engine_opts_;
@@ -77,11 +144,11 @@ class model_manager {
     manager_options opts_;
 
     mutable std::mutex mutex_;
-    std::condition_variable load_done_;
-    std::map<std::string, loaded_model> loaded_;
-    std::map<std::string, uint64_t> loading_;  // name → memory reserved for the load
-
-    std::condition_variable reaper_wake_;
+    std::condition_variable changed_;       // a load ended, a lease ended, an engine was torn down
+    std::condition_variable reaper_wake_;   // teardown work, or a keep-alive deadline moved
+    std::map<std::string, std::shared_ptr<slot>> loaded_;
+    std::vector<std::shared_ptr<slot>> retiring_;  // off the list; torn down once no lease holds them
+    std::map<std::string, uint64_t> loading_;      // name → memory reserved for the load
     bool stopping_ = false;
     std::thread reaper_;
 };

@@ -22,29 +22,47 @@ std::string base_name(const std::string & path) {
 
 }  // namespace
 
-result<quarantine_report> check_stored_model(store::model_store & st, const std::string & name, const checker_fn & checker) {
-    auto rec = st.find(name);
-    if (!rec) return rec.err();
+result<quarantine_report> commit_checked_model(store::model_store & st, const store::model_name & name, store::manifest m,
+                                               const checker_fn & checker) {
+    m.name = name.full();
+    m.status = store::model_status::quarantined;
+    m.status_reason.clear();
+    m.checked_at.reset();
+    // Refuse what could not be written before spending a load on it.
+    if (auto s = store::check_writable(m); !s) return s.err();
     quarantine_input in;
-    for (size_t i = 0; i < rec->model_paths.size(); ++i) in.paths.push_back(rec->model_paths[i].string());
-    for (const auto & l : rec->m.layers)
-        if (l.kind == store::layer_kind::model) in.digests.push_back(l.digest.str());
-    in.chat_template = rec->m.template_text.value_or("");
+    for (const auto & l : m.layers) {
+        if (l.kind != store::layer_kind::model) continue;
+        in.paths.push_back(st.blobs().path(l.digest).string());
+        in.digests.push_back(l.digest.str());
+    }
+    in.chat_template = m.template_text.value_or("");
     auto verdict = checker(in);
-    const std::string full = rec->name.full();
     if (verdict) {
-        if (auto s = st.set_status(full, store::model_status::ready); !s) return s.err();
+        m.status = store::model_status::ready;
+        m.checked_at = std::chrono::system_clock::now();
+        if (auto s = st.put(name, m); !s) return s.err();
         return verdict;
     }
     const std::string reason = verdict.err().message;
-    (void) st.set_status(full, store::model_status::failed, reason);
-    nlohmann::ordered_json details = {{"source", std::string(store::to_string(rec->m.source.kind))}, {"repo", rec->m.source.repo}};
+    auto existing = st.find(name);
+    // An unreadable manifest under the name is kept as well: it is the user's to delete.
+    const bool kept_existing = existing || existing.err().code != errc::not_found;
+    if (!kept_existing) {
+        m.status = store::model_status::failed;
+        m.status_reason = reason;
+        m.checked_at = std::chrono::system_clock::now();
+        if (auto s = st.put(name, m); !s) rc::log::warn("models", "failed_model_not_recorded", {{"model", name.display()}, {"reason", s.err().message}});
+    }
+    nlohmann::ordered_json details = {{"source", std::string(store::to_string(m.source.kind))}, {"repo", m.source.repo}, {"kept_existing", kept_existing}};
     auto layers = nlohmann::ordered_json::array();
-    for (const auto & l : rec->m.layers) layers.push_back(l.digest.str());
+    for (const auto & l : m.layers) layers.push_back(l.digest.str());
     details["layers"] = layers;
-    auto inc = store::incident_log::in_store(st.root()).record("quarantine_failed", rec->name.display(), reason, details);
-    rc::log::warn("models", "quarantine_failed", {{"model", rec->name.display()}, {"reason", reason}, {"incident", inc ? inc->id : std::string("(not recorded)")}});
-    return verdict.err();
+    auto inc = store::incident_log::in_store(st.root()).record("quarantine_failed", name.display(), reason, details);
+    rc::log::warn("models", "quarantine_failed", {{"model", name.display()}, {"reason", reason}, {"kept_existing", kept_existing},
+                                                  {"incident", inc ? inc->id : std::string("(not recorded)")}});
+    return make_error(errc::invalid_argument, "model " + name.display() + " failed its quarantine check" +
+                                                  (kept_existing ? " (the existing " + name.display() + " is unchanged)" : " and is listed as failed") + ": " + reason);
 }
 
 result<pull_result> pull_model(store::model_store & st, const hub::hub_client & hub, const std::string & requested,
@@ -98,12 +116,9 @@ result<pull_result> pull_model(store::model_store & st, const hub::hub_client & 
     if (!choice->quant.empty()) m.quantization = choice->quant;
     m.status = store::model_status::quarantined;
 
-    report(progress, {"writing manifest"});
-    if (auto s = st.put(*name, m); !s) return s.err();
-
     report(progress, {"checking model"});
-    if (auto v = check_stored_model(st, name->full(), checker); !v)
-        return make_error(errc::invalid_argument, "model " + out.name + " failed its quarantine check and stays quarantined: " + v.err().message);
+    if (auto v = commit_checked_model(st, *name, m, checker); !v) return v.err();
+    report(progress, {"writing manifest"});
     report(progress, {"success"});
     rc::log::info("models", "pulled", {{"model", out.name}, {"quant", out.quantization}, {"bytes", out.size}, {"transferred", out.transferred}});
     return out;

@@ -43,8 +43,14 @@ result<pull_result> pull_model(store::model_store & store, const hub::hub_client
                                const pull_progress_fn & progress = {}, const std::atomic<bool> * cancel = nullptr,
                                const checker_fn & checker = check_model);
 
-// Runs the quarantine check on a stored model and records the verdict (status, reason, incident).
-// Used after pull and create. Errors: as check_model (the model is then marked failed).
-result<quarantine_report> check_stored_model(store::model_store & store, const std::string & name, const checker_fn & checker = check_model);
+// Creates or replaces `name` as one transaction (pull and create both end here): the candidate `m`,
+// whose blobs are already stored, is checked by `checker` beside whatever model holds the name now;
+// only a candidate that passes is written (status ready), replacing the old manifest by one rename
+// and then collecting the old model's unshared blobs. A candidate that fails changes no existing
+// model (it keeps serving, its blobs stay); a name that held nothing is recorded as failed with the
+// reason, so list and show say why. Every failure is also an incident. Errors: invalid_argument
+// (check_writable refused the manifest, or the check refused the model: the message says why), io.
+result<quarantine_report> commit_checked_model(store::model_store & store, const store::model_name & name, store::manifest m,
+                                               const checker_fn & checker = check_model);
 
 }  // namespace rc::models

@@ -1,8 +1,10 @@
 #include "store/manifest.h"
 
 #include <array>
+#include <cctype>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "store/model_name.h"
 
@@ -111,16 +113,41 @@ class fields {
     std::string & problem_;
 };
 
-// A layer's filename is the original file name: a bare name, so it can never be misused as a path.
-bool is_plain_filename(const std::string & f) {
+// Whether `j` nests deeper than `limit` levels (a scalar is depth 0, [] is 1). Iterative: the
+// point is to refuse documents whose recursive dump would exhaust the stack.
+bool nests_deeper_than(const json & j, size_t limit) {
+    std::vector<std::pair<const json *, size_t>> todo{{&j, 0}};
+    while (!todo.empty()) {
+        auto [v, depth] = todo.back();
+        todo.pop_back();
+        if (!v->is_structured()) continue;
+        if (depth + 1 > limit) return true;
+        for (const auto & child : *v) todo.emplace_back(&child, depth + 1);
+    }
+    return false;
+}
+
+bool is_option_name(const std::string & k) {
+    if (k.empty() || k.size() > 64) return false;
+    for (unsigned char c : k) {
+        if (!std::isalnum(c) && c != '_') return false;
+    }
+    return true;
+}
+
+std::string size_problem(const char * what, size_t n, size_t max) {
+    return std::string(what) + " is " + std::to_string(n) + " bytes (at most " + std::to_string(max) + ")";
+}
+
+}  // namespace
+
+bool is_plain_filename(std::string_view f) {
     if (f.empty() || f.size() > 255 || f == "." || f == "..") return false;
     for (unsigned char c : f) {
         if (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) return false;
     }
     return true;
 }
-
-}  // namespace
 
 std::string_view to_string(layer_kind k) { return name_of(k_layer_kinds, k); }
 std::string_view to_string(source_kind k) { return name_of(k_source_kinds, k); }
@@ -145,8 +172,12 @@ json to_json(const manifest & m) {
     j["schema_version"] = manifest::schema_version;
     j["name"] = m.name;
     json layers = json::array();
-    for (const auto & l : m.layers)
-        layers.push_back({{"kind", to_string(l.kind)}, {"digest", l.digest.str()}, {"size", l.size}, {"filename", l.filename}});
+    for (const auto & l : m.layers) {
+        json lj = {{"kind", to_string(l.kind)}, {"digest", l.digest.str()}, {"size", l.size}};
+        // Optional when reading, so written only when known: "" would not read back (found by fuzz_manifest).
+        if (!l.filename.empty()) lj["filename"] = l.filename;
+        layers.push_back(std::move(lj));
+    }
     j["layers"] = std::move(layers);
     if (m.template_text) j["template"] = *m.template_text;
     if (m.system) j["system"] = *m.system;
@@ -165,11 +196,64 @@ json to_json(const manifest & m) {
 }
 
 // Invalid UTF-8 (a template or system prompt from some file or client) is replaced rather than
-// thrown on: a manifest must always be writable.
-std::string serialize(const manifest & m) { return to_json(m).dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
+// thrown on: a manifest must always be writable. Compact: indentation grows with nesting depth.
+std::string serialize(const manifest & m) { return to_json(m).dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+status validate_parameters(const json & params) {
+    using L = manifest_limits;
+    auto bad = [](const std::string & what) { return make_error(errc::invalid_argument, what); };
+    if (!params.is_object()) return bad("parameters must be an object of option names to values");
+    if (params.size() > L::max_parameters)
+        return bad("parameters has " + std::to_string(params.size()) + " keys (at most " + std::to_string(L::max_parameters) + ")");
+    auto scalar_ok = [](const json & v) {
+        if (v.is_string()) return v.get_ref<const std::string &>().size() <= L::max_parameter_string_bytes;
+        return v.is_number() || v.is_boolean();
+    };
+    for (auto it = params.begin(); it != params.end(); ++it) {
+        if (!is_option_name(it.key())) return bad("parameters has a key that is not an option name (letters, digits and _, at most 64)");
+        const json & v = it.value();
+        const std::string where = "parameters." + it.key();
+        if (v.is_array()) {
+            if (v.size() > L::max_parameter_items)
+                return bad(where + " has " + std::to_string(v.size()) + " items (at most " + std::to_string(L::max_parameter_items) + ")");
+            for (const auto & item : v) {
+                if (!scalar_ok(item))
+                    return bad(where + " items must be strings (at most " + std::to_string(L::max_parameter_string_bytes) + " bytes), numbers or booleans");
+            }
+        } else if (!scalar_ok(v)) {
+            return bad(where + " must be a string (at most " + std::to_string(L::max_parameter_string_bytes) +
+                       " bytes), a number, a boolean or a list of those");
+        }
+    }
+    return {};
+}
+
+status check_writable(const manifest & m) {
+    using L = manifest_limits;
+    auto bad = [&](const std::string & what) { return make_error(errc::invalid_argument, "manifest of '" + m.name + "': " + what); };
+    if (m.layers.empty() || m.layers.size() > L::max_layers)
+        return bad("must have between 1 and " + std::to_string(L::max_layers) + " layers");
+    for (const auto & l : m.layers) {
+        if (!l.filename.empty() && !is_plain_filename(l.filename))
+            return bad("layer file names must be plain file names (no '/', '\\', '..' or control characters)");
+    }
+    if (m.template_text && m.template_text->size() > L::max_template_bytes)
+        return bad(size_problem("template", m.template_text->size(), L::max_template_bytes));
+    if (m.system && m.system->size() > L::max_system_bytes) return bad(size_problem("system", m.system->size(), L::max_system_bytes));
+    if (!m.parameters.is_object()) return bad("parameters must be an object");
+    // Depth 1 is the object itself; the manifest's own structure adds one level above it.
+    if (nests_deeper_than(m.parameters, L::max_read_depth - 1))
+        return bad("parameters nest deeper than " + std::to_string(L::max_read_depth - 1) + " levels");
+    const std::string text = serialize(m);
+    if (text.size() > L::max_bytes) return bad(size_problem("the manifest", text.size(), L::max_bytes));
+    if (auto back = parse_manifest(text); !back) return bad("would not read back: " + back.err().message);
+    return {};
+}
 
 result<manifest> manifest_from_json(const json & j) {
     if (!j.is_object()) return make_error(errc::invalid_argument, "invalid manifest: not a JSON object");
+    if (nests_deeper_than(j, manifest_limits::max_read_depth))
+        return make_error(errc::invalid_argument, "invalid manifest: nests deeper than " + std::to_string(manifest_limits::max_read_depth) + " levels");
     std::string problem;
     fields f(j, "", problem);
     manifest m;

@@ -30,11 +30,15 @@ std::string_view to_string(source_kind k);
 std::string_view to_string(model_status s);
 std::optional<model_status> parse_model_status(std::string_view s);
 
+// A layer's filename is the original file's bare name (at most 255 bytes, no '/', '\\', control
+// characters, "." or ".."), so it can never be misused as a path.
+bool is_plain_filename(std::string_view f);
+
 struct layer {
     layer_kind kind = layer_kind::model;
     blob_digest digest;
     uint64_t size = 0;
-    std::string filename;  // the file's original name (informational; never used as a path here)
+    std::string filename;  // the file's original name (informational, optional; never used as a path here)
 };
 
 struct model_source {
@@ -67,8 +71,34 @@ struct manifest {
     uint64_t total_size() const;
 };
 
+// What a manifest may hold. A client controls the template, system prompt, parameters and layer
+// file names of a create, so these bound what it can make the store write, and keep every manifest
+// this build writes well inside what it reads back (max_read_bytes).
+struct manifest_limits {
+    static constexpr size_t max_template_bytes = 256u << 10;
+    static constexpr size_t max_system_bytes = 256u << 10;
+    static constexpr size_t max_parameters = 64;             // keys of `parameters`
+    static constexpr size_t max_parameter_items = 64;        // elements of one list value (`stop`)
+    static constexpr size_t max_parameter_string_bytes = 4096;
+    static constexpr size_t max_layers = 256;
+    static constexpr size_t max_bytes = 1u << 20;            // a whole serialized manifest, as written
+    static constexpr size_t max_read_bytes = 4u << 20;       // larger files are garbage (or from a buggy build)
+    static constexpr size_t max_read_depth = 16;             // JSON nesting accepted when reading
+};
+
 nlohmann::ordered_json to_json(const manifest & m);
-std::string serialize(const manifest & m);  // pretty JSON with a trailing newline
+std::string serialize(const manifest & m);  // compact JSON with a trailing newline
+
+// `parameters` as a create may set them: a flat object of Ollama option names ([A-Za-z0-9_]+) to a
+// string, number or boolean, or a list of those (`stop`), within manifest_limits. Errors:
+// invalid_argument naming the key ("parameters.stop: ...").
+status validate_parameters(const nlohmann::ordered_json & params);
+
+// Whether the store may write `m`: the limits above, plain layer file names, and a serialized form
+// that parse_manifest() reads back. Errors: invalid_argument naming the field. put() calls it, so
+// nothing it writes can later be unreadable; callers taking input from a client call it first for
+// a 400 before anything is stored.
+status check_writable(const manifest & m);
 
 // Strict: missing required fields, wrong types, unknown enum values, invalid digests or names and
 // a newer schema version are errc::invalid_argument with the field named. Unknown extra fields are

@@ -6,31 +6,14 @@
 #include <vector>
 
 #include "util/quantization.h"
+#include "util/safe_quote.h"
 
 namespace rc::store {
 
 namespace {
 
-// The name as it may appear in an error message: bounded and printable, since it is client input.
-std::string quoted(std::string_view text) {
-    std::string out = "'";
-    for (size_t i = 0; i < text.size() && i < 64; ++i) {
-        auto c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7f) {
-            out += static_cast<char>(c);
-        } else {
-            static constexpr char hex[] = "0123456789abcdef";
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    if (text.size() > 64) out += "...";
-    return out + "'";
-}
-
 error invalid(std::string_view text, const std::string & problem) {
-    return make_error(errc::invalid_argument, "invalid model name " + quoted(text) + ": " + problem);
+    return make_error(errc::invalid_argument, "invalid model name " + safe_quote(text) + ": " + problem);
 }
 
 bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }

@@ -10,6 +10,7 @@
 
 #include "store/file_io.h"
 #include "util/log.h"
+#include "util/utf8.h"
 
 namespace rc::store {
 
@@ -17,8 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Generous for a JSON manifest (chat templates are a few KiB); a larger file is garbage.
-constexpr size_t k_max_manifest_bytes = 4u << 20;
+constexpr size_t k_max_manifest_bytes = manifest_limits::max_read_bytes;
+// A quarantine verdict can quote llama.cpp at length; the manifest keeps the start of it.
+constexpr size_t k_max_status_reason = 2000;
 
 bool is_real_dir(const fs::directory_entry & e) {
     std::error_code ec;
@@ -138,6 +140,7 @@ result<model_record> model_store::find(const model_name & name) const {
 }
 
 status model_store::write_locked(const model_name & name, const manifest & m) {
+    if (auto st = check_writable(m); !st) return st;
     if (auto st = check_layers(m); !st) return st;
     auto old = read_manifest(name);
     if (auto st = detail::write_file_atomic(name.manifest_path(root_), serialize(m), root_ / "tmp"); !st) return st;
@@ -196,8 +199,10 @@ status model_store::set_status(std::string_view text, model_status s, std::strin
     auto m = read_manifest(*name);
     if (!m) return m.err();
     m->status = s;
+    if (reason.size() > k_max_status_reason) reason = reason.substr(0, utf8::complete_prefix_length(reason.substr(0, k_max_status_reason))) + "…";
     m->status_reason = std::move(reason);
     m->checked_at = s == model_status::quarantined ? std::nullopt : std::optional<sys_time>(now());
+    if (auto st = check_writable(m.value()); !st) return st;
     return detail::write_file_atomic(name->manifest_path(root_), serialize(m.value()), root_ / "tmp");
 }
 

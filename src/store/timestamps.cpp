@@ -50,6 +50,9 @@ std::optional<sys_time> parse_rfc3339(std::string_view s) {
         !digits(s, 14, 2, min) || s[16] != ':' || !digits(s, 17, 2, sec))
         return std::nullopt;
     if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) return std::nullopt;
+    // system_clock counts nanoseconds in 64 bits: 1678–2262. Later years would overflow the
+    // conversion (undefined behaviour, found by fuzz_manifest); earlier ones no manifest has.
+    if (year < 1970 || year > 2261) return std::nullopt;
     size_t pos = 19;
     std::chrono::nanoseconds frac{0};
     if (s[pos] == '.') {

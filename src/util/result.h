@@ -14,6 +14,9 @@ enum class errc {
     not_found,          // unknown model, file, route (404)
     unavailable,        // temporarily out of capacity: queue full, shutting down (503)
     context_overflow,   // a request does not fit the model's context (400)
+    unauthenticated,    // credentials missing or refused, e.g. by the Hugging Face Hub (401)
+    permission_denied,  // credentials valid but not enough, e.g. a gated repository (403)
+    data_loss,          // data arrived or was stored corrupt (checksum / size mismatch)
     io,                 // filesystem / network failure
     internal,           // a bug or an unexpected failure inside llama.cpp (500)
 };

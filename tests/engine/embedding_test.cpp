@@ -12,7 +12,7 @@ std::vector<float> embed(engine::engine & e, const std::string & text, bool norm
     r.prompt = e.model().tokenize(text, true, false);
     r.normalize_embedding = normalize;
     auto out = collect(*submit_ok(e, r));
-    EXPECT_EQ(out.done.kind, engine::generation_event::type::embedding) << out.done.error_message;
+    EXPECT_EQ(out.done.kind, engine::generation_event::type::embedding) << out.done.error.message;
     return out.done.embedding;
 }
 

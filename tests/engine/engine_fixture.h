@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "engine/engine.h"
+#include "llama/backend.h"
 #include "test_models.h"
 
 namespace rc::test {
@@ -40,7 +42,20 @@ inline run_result collect(engine::request_channel & ch) {
     }
 }
 
+// The engine plans every decode and restore against the free cells (kv/kv_planner.h), so llama.cpp
+// never reports that it could not find cells; when it does, the test that made it fails.
+inline void fail_on_llama_cell_shortage() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        llama::set_log_observer([](std::string_view line) {
+            if (line.find("failed to find") != std::string_view::npos)
+                ADD_FAILURE() << "llama.cpp could not find KV cells: " << line;
+        });
+    });
+}
+
 inline std::unique_ptr<engine::engine> start_engine(const std::string & preset, engine::engine_options opts = {}) {
+    fail_on_llama_cell_shortage();
     auto m = shared_model(preset);
     if (!m) return nullptr;
     // One thread: ctest runs two test binaries at once on small machines, and ggml's spinning workers

@@ -40,11 +40,10 @@ class kv_snapshots : public ::testing::Test {
         r.sampling.temperature = 0;
         r.max_tokens = max_tokens;
         auto out = collect(*submit_ok(e, r));
-        EXPECT_EQ(out.done.kind, engine::generation_event::type::done) << out.done.error_message;
+        EXPECT_EQ(out.done.kind, engine::generation_event::type::done) << out.done.error.message;
         return out;
     }
     std::vector<llama_token> tokens(engine::engine & e, const std::string & text) { return e.model().tokenize(text, true, false); }
-    static uint64_t from(engine::engine & e, kv::source s) { return e.kv()->stats().prompt_tokens[static_cast<int>(s)].load(); }
 
     fs::path disk_dir;
 };
@@ -73,7 +72,7 @@ TEST_F(kv_snapshots, a_resumed_conversation_restores_its_snapshot_and_continues_
     turn2.insert(turn2.end(), more.begin(), more.end());
     auto r = run(*e, turn2);
     EXPECT_LE(r.done.usage.prompt_tokens - r.done.usage.cached_tokens, static_cast<int>(more.size()) + 1);
-    EXPECT_GT(from(*e, kv::source::host), 0u);
+    EXPECT_GT(e->kv_stats().prompt_tokens.host, 0u);
 
     auto fresh = start(0, false);
     ASSERT_TRUE(fresh);
@@ -89,11 +88,28 @@ TEST_F(kv_snapshots, a_resume_diverging_at_the_prompt_end_uses_the_prompt_snapsh
     auto more = e->model().tokenize(" Actually, tell me about movable type.", false, false);
     edited.insert(edited.end(), more.begin(), more.end());
     auto r = run(*e, edited);
-    EXPECT_EQ(r.done.usage.cached_tokens, static_cast<int>(a.size()));
+    // The state one token before the prompt's end is kept (it also serves a regenerate, below);
+    // the prompt's last token is computed again, then the new turn.
+    EXPECT_EQ(r.done.usage.cached_tokens, static_cast<int>(a.size()) - 1);
 
     auto fresh = start(0, false);
     ASSERT_TRUE(fresh);
     EXPECT_EQ(run(*fresh, edited).tokens, r.tokens);
+}
+
+// The reproduction: the identical prompt again, after another conversation, reused 0 of its
+// tokens (the prompt snapshot was taken after the last prompt token, which is always decoded).
+TEST_F(kv_snapshots, a_regenerate_resumes_from_the_state_before_the_last_prompt_token) {
+    auto e = start(64u << 20, false);
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    auto first = run(*e, a, 12);
+    run(*e, tokens(*e, prompt_b));
+    uint64_t host_before = e->kv_stats().prompt_tokens.host;
+    auto again = run(*e, a, 12);
+    EXPECT_EQ(again.done.usage.cached_tokens, static_cast<int>(a.size()) - 1);
+    EXPECT_EQ(e->kv_stats().prompt_tokens.host - host_before, a.size() - 1);
+    EXPECT_EQ(again.tokens, first.tokens);
 }
 
 TEST_F(kv_snapshots, snapshots_survive_a_restart_on_disk) {
@@ -113,7 +129,7 @@ TEST_F(kv_snapshots, snapshots_survive_a_restart_on_disk) {
     auto e = start(0, true);
     ASSERT_TRUE(e);
     auto r = run(*e, turn2);
-    EXPECT_GT(from(*e, kv::source::disk), 0u);
+    EXPECT_GT(e->kv_stats().prompt_tokens.disk, 0u);
     EXPECT_GE(r.done.usage.cached_tokens, static_cast<int>(a.size()));
 
     auto fresh = start(0, false);

@@ -55,18 +55,17 @@ class kv_tiers : public ::testing::Test {
     static std::vector<llama_token> tokens(engine::engine & e, const std::string & text) { return e.model().tokenize(text, true, false); }
     static run_result run(engine::engine & e, const std::vector<llama_token> & prompt, int max_tokens = 12, const std::string & salt = "") {
         auto r = collect(*submit_ok(e, req(prompt, max_tokens, salt)));
-        EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+        EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error.message;
         return r;
     }
-    static uint64_t tokens_from(engine::engine & e, kv::source s) { return e.kv()->stats().prompt_tokens[static_cast<int>(s)].load(); }
 
     fs::path disk_dir;
 };
 
-// Reusing a prompt that is a prefix of a stored conversation restores whole blocks: the tokens
-// after the last block boundary are recomputed (a resumed conversation, which extends the stored
-// one, also gets the stored partial tail block: see resumed_conversation_…).
-int block_aligned(size_t prompt_tokens) { return static_cast<int>((prompt_tokens - 1) / 16 * 16); }
+// Resending a stored conversation's prompt (a regenerate) reuses all of it but its last token, whose
+// logits start the generation: the block holding that point is restored and trimmed (a prompt-end
+// alias). A resumed conversation, which extends the stored one, gets the stored blocks as they are.
+int all_but_last(size_t prompt_tokens) { return static_cast<int>(prompt_tokens) - 1; }
 
 const char * prompt_a = "Alice asked about the history of the printing press and how it changed Europe in the fifteenth century";
 const char * prompt_b = "Bob wants a recipe for sourdough bread with a long cold fermentation and a crispy crust please";
@@ -90,14 +89,14 @@ TEST_F(kv_tiers, demoted_to_host_then_restored_gives_identical_greedy_output) {
     auto a = tokens(*e, prompt_a), b = tokens(*e, prompt_b);
     auto first = run(*e, a);
     run(*e, b);  // only one idle conversation is kept: A's blocks move to host RAM
-    EXPECT_TRUE(eventually([&] { return e->kv()->stats().evictions[0].load() == 1; }));
+    EXPECT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
     EXPECT_GT(e->kv()->host_bytes(), 0u);
-    uint64_t computed_before = tokens_from(*e, kv::source::computed);
+    uint64_t computed_before = e->kv_stats().prompt_tokens.computed;
     auto again = run(*e, a);
     EXPECT_EQ(again.tokens, first.tokens) << "restored KV must give the same greedy output";
-    EXPECT_EQ(again.done.usage.cached_tokens, block_aligned(a.size()));
-    EXPECT_EQ(tokens_from(*e, kv::source::host), static_cast<uint64_t>(block_aligned(a.size())));
-    EXPECT_EQ(tokens_from(*e, kv::source::computed) - computed_before, a.size() - block_aligned(a.size()));
+    EXPECT_EQ(again.done.usage.cached_tokens, all_but_last(a.size()));
+    EXPECT_EQ(e->kv_stats().prompt_tokens.host, static_cast<uint64_t>(all_but_last(a.size())));
+    EXPECT_EQ(e->kv_stats().prompt_tokens.computed - computed_before, a.size() - all_but_last(a.size()));
 }
 
 TEST_F(kv_tiers, resumed_conversation_recomputes_only_the_new_turn_plus_one) {
@@ -172,14 +171,14 @@ TEST_F(kv_tiers, interleaved_sequences_in_a_fragmented_cell_pool_restore_identic
             if (running.size() == 4 || k == 9) {
                 for (auto & [idx, ch] : running) {
                     auto r = collect(*ch);
-                    ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+                    ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error.message;
                     EXPECT_EQ(r.tokens, ref[idx]) << "conversation " << idx << " round " << round;
                 }
                 running.clear();
             }
         }
     }
-    EXPECT_GT(tokens_from(*e, kv::source::host), 0u) << "some prompts came back from the host tier";
+    EXPECT_GT(e->kv_stats().prompt_tokens.host, 0u) << "some prompts came back from the host tier";
 }
 
 TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) {
@@ -191,12 +190,12 @@ TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) 
         a = tokens(*e, prompt_a);
         first = run(*e, a);
         run(*e, tokens(*e, prompt_b));
-        ASSERT_TRUE(eventually([&] { return e->kv()->stats().evictions[0].load() == 1; }));
+        ASSERT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
         e->kv()->drain_io();
         EXPECT_GT(e->kv()->disk_blocks(), 0u);
         auto again = run(*e, a);
         EXPECT_EQ(again.tokens, first.tokens);
-        EXPECT_EQ(tokens_from(*e, kv::source::disk), static_cast<uint64_t>(block_aligned(a.size())));
+        EXPECT_EQ(e->kv_stats().prompt_tokens.disk, static_cast<uint64_t>(all_but_last(a.size())));
         e->kv()->drain_io();
     }
     // A new engine (a restarted server) finds the blocks on disk.
@@ -205,8 +204,31 @@ TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) 
     EXPECT_GT(e->kv()->disk_blocks(), 0u);
     auto after_restart = run(*e, a);
     EXPECT_EQ(after_restart.tokens, first.tokens) << "output after a restart equals the never-evicted run";
-    EXPECT_EQ(after_restart.done.usage.cached_tokens, block_aligned(a.size()));
-    EXPECT_EQ(tokens_from(*e, kv::source::disk), static_cast<uint64_t>(block_aligned(a.size())));
+    EXPECT_EQ(after_restart.done.usage.cached_tokens, all_but_last(a.size()));
+    EXPECT_EQ(e->kv_stats().prompt_tokens.disk, static_cast<uint64_t>(all_but_last(a.size())));
+}
+
+// --kv-write-through: a request's "done" arrives once its blocks are on disk (the engine thread
+// itself never waits for the disk: the I/O pool sends the event).
+TEST_F(kv_tiers, write_through_reports_done_only_once_the_blocks_are_on_disk) {
+    engine::engine_options o;
+    o.n_ctx = 4096;
+    o.kv_type = GGML_TYPE_F32;
+    o.kv.block_size = 16;
+    o.kv.disk_dir = disk_dir;
+    o.kv.disk_budget = 64u << 20;
+    o.kv.write_through = true;
+    auto e = start_engine("tiny-chat-q8", o);
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    for (int i = 0; i < 3; ++i) {
+        auto p = a;
+        p.push_back(static_cast<llama_token>(1000 + i));
+        run(*e, p, 20);
+        // No waiting here: the blocks of the conversation just finished are already files.
+        const size_t expected = (p.size() + 19) / 16 + ((p.size() + 19) % 16 ? 1 : 0);
+        EXPECT_GE(e->kv()->disk_blocks(), expected) << "conversation " << i;
+    }
 }
 
 TEST_F(kv_tiers, corrupted_disk_blocks_are_dropped_counted_and_never_served) {
@@ -234,7 +256,7 @@ TEST_F(kv_tiers, corrupted_disk_blocks_are_dropped_counted_and_never_served) {
     ASSERT_TRUE(e);
     auto r = run(*e, a);
     EXPECT_EQ(r.tokens, first.tokens) << "corrupt blocks are recomputed, not served";
-    EXPECT_EQ(tokens_from(*e, kv::source::disk), 0u);
+    EXPECT_EQ(e->kv_stats().prompt_tokens.disk, 0u);
     EXPECT_GE(e->kv()->corrupt_blocks(), 1u);
 }
 
@@ -251,7 +273,7 @@ TEST_F(kv_tiers, different_cache_salts_never_share_a_block) {
     auto other2 = run(*e, a, 8, "mallory2");
     EXPECT_EQ(other2.done.usage.cached_tokens, 0) << "nor alice's host blocks";
     auto same = run(*e, a, 8, "alice");
-    EXPECT_GE(same.done.usage.cached_tokens, block_aligned(a.size()));
+    EXPECT_GE(same.done.usage.cached_tokens, all_but_last(a.size()));
 }
 
 // 16 conversations whose KV adds up to more than 8x the context's cell pool, served in round-robin
@@ -275,7 +297,7 @@ TEST_F(kv_tiers, conversations_far_beyond_the_cell_pool_are_served_in_turns) {
                 convo[c].insert(convo[c].end(), fresh.begin(), fresh.end());
             }
             auto r = run(*e, convo[c], 16);
-            ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << " turn " << turn << ": " << r.done.error_message;
+            ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << " turn " << turn << ": " << r.done.error.message;
             if (turn > 0) {
                 int recomputed = r.done.usage.prompt_tokens - r.done.usage.cached_tokens;
                 EXPECT_LE(recomputed, static_cast<int>(fresh.size()) + 1) << "conversation " << c << " turn " << turn;
@@ -303,7 +325,7 @@ TEST_F(kv_tiers, a_shared_system_prompt_is_stored_once) {
         auto r = run(*e, p, 8);
         return p.size() + r.tokens.size() - 1;  // tokens in the context (the last one was never decoded)
     };
-    auto evicted = [&](uint64_t n) { return eventually([&] { return e->kv()->stats().evictions[0].load() >= n; }); };
+    auto evicted = [&](uint64_t n) { return eventually([&] { return e->kv_stats().evictions.context >= n; }); };
 
     // Bytes per token, measured on the first conversation alone.
     size_t first = conversation(0);

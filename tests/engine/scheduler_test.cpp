@@ -16,52 +16,78 @@ TEST(scheduler, lone_prefill_uses_the_whole_batch) {
     EXPECT_EQ(plan[0].n_tokens, 2048);
 }
 
-TEST(scheduler, prefill_is_chunked_while_others_decode) {
-    auto plan = plan_step({{true, 0}, {false, 5000}, {true, 0}}, {2048, 512});
+TEST(scheduler, decodes_and_one_prefill_chunk_share_a_step) {
+    auto plan = plan_step({{true, 0}, {false, 5000}, {true, 0}}, {2048, 500, 16});
     ASSERT_EQ(plan.size(), 3u);
     EXPECT_EQ(plan[0].index, 0);
     EXPECT_EQ(plan[1].index, 2);
     EXPECT_EQ(plan[2].index, 1);
-    EXPECT_EQ(plan[2].n_tokens, 512);
+    EXPECT_EQ(plan[2].n_tokens, 496) << "cut at a multiple of the alignment";
 }
 
-TEST(scheduler, several_prefills_share_the_budget_in_admission_order) {
-    auto plan = plan_step({{false, 300}, {false, 300}, {false, 300}}, {512, 256});
-    int total = 0;
-    for (const auto & e : plan) total += e.n_tokens;
-    EXPECT_LE(total, 512);
-    ASSERT_GE(plan.size(), 2u);
-    EXPECT_EQ(plan[0].index, 0);
-    EXPECT_EQ(plan[0].n_tokens, 300);  // first one alone may take all it needs
-    EXPECT_EQ(plan[1].n_tokens, 212);  // the rest of the batch
+TEST(scheduler, the_chunk_budget_is_shared_by_prompts_in_admission_order_and_ends_at_a_cut) {
+    auto plan = plan_step({{true, 0}, {false, 20}, {false, 20}, {false, 300}, {false, 20}}, {2048, 96, 16});
+    ASSERT_EQ(plan.size(), 4u);
+    EXPECT_EQ(plan[1].n_tokens, 20) << "short prompts go whole";
+    EXPECT_EQ(plan[2].n_tokens, 20);
+    EXPECT_EQ(plan[3].index, 3);
+    EXPECT_EQ(plan[3].n_tokens, 48) << "56 left, cut to 48; the last prompt waits";
+    int prefill = 0;
+    for (const auto & e : plan) prefill += e.index == 0 ? 0 : e.n_tokens;
+    EXPECT_LE(prefill, 96);
 }
 
-TEST(scheduler, decode_never_starves_when_batch_is_small) {
+TEST(scheduler, with_nothing_decoding_prompts_start_together) {
+    auto plan = plan_step({{false, 300}, {false, 300}, {false, 300}}, {512, 64});
+    ASSERT_EQ(plan.size(), 2u);
+    EXPECT_EQ(plan[0].n_tokens, 300) << "no stream waits: the budget does not apply";
+    EXPECT_EQ(plan[1].n_tokens, 208) << "the rest of the batch, cut at the alignment";
+}
+
+TEST(scheduler, decode_never_starves_when_the_step_is_small) {
     auto plan = plan_step({{true, 0}, {true, 0}, {false, 100}}, {2, 512});
     ASSERT_EQ(plan.size(), 2u);
     EXPECT_EQ(plan[0].n_tokens + plan[1].n_tokens, 2);
 }
 
-TEST(scheduler, the_prefill_budget_caps_each_prompt_so_short_ones_start_together) {
-    auto plan = plan_step({{true, 0}, {false, 300}, {false, 20}, {false, 20}}, {2048, 32});
-    ASSERT_EQ(plan.size(), 4u);
-    EXPECT_EQ(plan[1].n_tokens, 32);  // the long prompt is chunked
-    EXPECT_EQ(plan[2].n_tokens, 20);  // short prompts go whole
-    EXPECT_EQ(plan[3].n_tokens, 20);
+TEST(scheduler, a_step_fits_the_free_cells) {
+    auto plan = plan_step({{true, 0}, {false, 100}}, {21, 512, 16});
+    ASSERT_EQ(plan.size(), 2u);
+    EXPECT_EQ(plan[1].n_tokens, 16) << "20 cells left for prefill, cut to 16";
 }
 
-TEST(scheduler, prefill_budget_follows_the_measured_rate) {
-    prefill_rate rate;
-    EXPECT_EQ(prefill_budget_for(rate, 250, 512), 512);  // unmeasured: the cap
-    rate.observe(4, 1, 0.1);                             // too few prompt tokens to judge
-    EXPECT_EQ(rate.tokens_per_second(), 0);
-    rate.observe(512, 0, 8.0);                           // 64 tokens/s, like a 1B model on 2 cores
-    EXPECT_DOUBLE_EQ(rate.tokens_per_second(), 64);
-    EXPECT_EQ(prefill_budget_for(rate, 250, 512), 16);   // 250 ms fit 16 tokens
-    EXPECT_EQ(prefill_budget_for(rate, 1000, 512), 64);
-    EXPECT_EQ(prefill_budget_for(rate, 10, 512), 16);    // never below the floor
-    EXPECT_EQ(prefill_budget_for(rate, 0, 512), 512);    // bound off
-    rate.observe(4096, 4, 0.5);                          // a GPU-like step moves the average up
-    EXPECT_GT(rate.tokens_per_second(), 64 * 10);
-    EXPECT_EQ(prefill_budget_for(rate, 250, 512), 512);  // fast prefill: the cap decides
+TEST(step_cost_model, calibration_gives_fixed_and_per_token_costs) {
+    step_cost_model m;
+    EXPECT_FALSE(m.calibrated());
+    m.calibrate(90.0, 90.0 + 31 * 13.0, 32);  // a 1B model on 2 CPU cores: 90 ms per step, 13 ms per token
+    ASSERT_TRUE(m.calibrated());
+    EXPECT_NEAR(m.per_token_ms(), 13.0, 1e-9);
+    EXPECT_NEAR(m.fixed_ms(), 77.0, 1e-9);
+    EXPECT_NEAR(m.predict_ms(100), 77.0 + 1300.0, 1e-9);
+    EXPECT_EQ(m.tokens_within(750), 51);
+    EXPECT_EQ(m.tokens_within(50), 0);
+}
+
+TEST(step_cost_model, observations_follow_a_change_and_one_outlier_moves_them_a_fifth) {
+    step_cost_model m;
+    m.calibrate(10, 10 + 31 * 1.0, 32);
+    for (int i = 0; i < 30; ++i) m.observe(128, m.fixed_ms() + 128 * 2.0);  // the steps got slower per token
+    EXPECT_NEAR(m.per_token_ms(), 2.0, 0.05);
+    const double before = m.fixed_ms();
+    m.observe(2, 500);  // one slow decode step
+    EXPECT_LE(m.fixed_ms(), 0.8 * before + 0.2 * 500 + 1e-9);
+}
+
+TEST(step_cost_model, the_prefill_budget_keeps_a_step_within_the_bound_from_the_first_request) {
+    step_cost_model m;
+    EXPECT_EQ(prefill_budget_for(m, 750, 3, 512, 16), 512) << "uncalibrated (calibration failed): the cap";
+    m.calibrate(90.0, 90.0 + 31 * 13.0, 32);
+    const int b = prefill_budget_for(m, 750, 3, 512, 16);
+    EXPECT_EQ(b, 48);
+    EXPECT_LE(m.predict_ms(b + 3), 750.0);
+    EXPECT_EQ(prefill_budget_for(m, 10, 3, 512, 16), 16) << "never below one aligned chunk";
+    EXPECT_EQ(prefill_budget_for(m, 0, 3, 512, 16), 512) << "bound off";
+    step_cost_model gpu;
+    gpu.calibrate(8.0, 8.5, 32);
+    EXPECT_EQ(prefill_budget_for(gpu, 750, 3, 512, 64), 512) << "fast prefill: the cap decides";
 }

@@ -90,13 +90,13 @@ TEST_F(hub_client_test, gated_repo_needs_the_token) {
 
     auto anon = client().list_files("acme/Tiny-GGUF");
     ASSERT_FALSE(anon.ok());
-    EXPECT_EQ(anon.err().code, errc_access_denied);
+    EXPECT_EQ(anon.err().code, errc::unauthenticated) << "401 GatedRepo";
     EXPECT_TRUE(contains(anon.err().message, "HF_TOKEN")) << anon.err().message;
 
     const std::string wrong = "hf_wrongToken_0987654321";
     auto bad = client(wrong).list_files("acme/Tiny-GGUF");
     ASSERT_FALSE(bad.ok());
-    EXPECT_EQ(bad.err().code, errc_access_denied);
+    EXPECT_EQ(bad.err().code, errc::unauthenticated) << "a refused token is a plain 401";
     EXPECT_TRUE(contains(bad.err().message, "HF_TOKEN")) << bad.err().message;
     EXPECT_FALSE(contains(bad.err().message, wrong)) << bad.err().message;
 

@@ -23,14 +23,16 @@ TEST(hub_errors, maps_statuses_to_codes) {
     EXPECT_EQ(error_for_status(answer(503), "repository a/b", anon).code, errc::unavailable);
     EXPECT_EQ(error_for_status(answer(429, "", {{"Retry-After", "30"}}), "x", anon).code, errc::unavailable);
     EXPECT_EQ(error_for_status(answer(400), "x", anon).code, errc::invalid_argument);
-    EXPECT_EQ(error_for_status(answer(403), "x", anon).code, errc_access_denied);
+    EXPECT_EQ(error_for_status(answer(401), "x", anon).code, errc::unauthenticated);
+    EXPECT_EQ(error_for_status(answer(403), "x", anon).code, errc::permission_denied);
+    EXPECT_EQ(error_for_status(answer(400, "", {{"X-Error-Code", "GatedRepo"}}), "x", anon).code, errc::permission_denied);
 }
 
 TEST(hub_errors, access_denied_suggests_hf_token) {
     hub_config anon;
     auto e = error_for_status(answer(401, R"({"error":"Access to model a/b is restricted."})", {{"X-Error-Code", "GatedRepo"}}),
                               "repository a/b", anon);
-    EXPECT_EQ(e.code, errc_access_denied);
+    EXPECT_EQ(e.code, errc::unauthenticated);
     EXPECT_TRUE(contains(e.message, "HF_TOKEN")) << e.message;
     EXPECT_TRUE(contains(e.message, "a/b")) << e.message;
     EXPECT_TRUE(contains(e.message, "restricted")) << e.message;

@@ -26,6 +26,17 @@ TEST(hub_json, parses_a_tree_listing_as_the_hub_sends_it) {
     EXPECT_EQ((*files)[2], (repo_file{"README.md", 7, ""}));
 }
 
+TEST(hub_json, sizes_out_of_range_are_clamped_not_undefined) {
+    // Found by fuzz_hub_json: a float size beyond uint64 was converted with undefined behaviour.
+    auto files = parse_tree(json::parse(R"([{"type":"file","size":8.07694e+26,"path":"a.gguf"},{"type":"file","size":-3.5,"path":"b.gguf"},
+                                            {"type":"file","size":12.0,"path":"c.gguf"}])"));
+    ASSERT_TRUE(files.ok());
+    ASSERT_EQ(files->size(), 3u);
+    EXPECT_EQ((*files)[0].size, UINT64_MAX);
+    EXPECT_EQ((*files)[1].size, 0u);
+    EXPECT_EQ((*files)[2].size, 12u);
+}
+
 TEST(hub_json, rejects_what_is_not_a_listing) {
     EXPECT_FALSE(parse_tree(json::parse(R"({"error":"x"})")).ok());
     EXPECT_FALSE(parse_tree(json::parse(R"([{"type":"file","size":3}])")).ok());

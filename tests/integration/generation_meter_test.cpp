@@ -1,8 +1,8 @@
-// generation_meter (src/api/generation_pump.h) fed synthetic engine events with chosen arrival
+// generation_meter (src/api/generation_meter.h) fed synthetic engine events with chosen arrival
 // times: what it records for TTFT, inter-token latency, tokens and finish reasons.
 #include <gtest/gtest.h>
 
-#include "api/generation_pump.h"
+#include "api/generation_meter.h"
 
 using rc::api::generation_meter;
 using rc::api::server_metrics;
@@ -87,7 +87,7 @@ TEST(generation_meter, errors_and_embeddings) {
     generation_meter gen(&m, "demo");
     engine::generation_event err;
     err.kind = engine::generation_event::type::error;
-    err.error_code = "context_overflow";
+    err.error = rc::make_error(rc::errc::context_overflow, "the prompt does not fit");
     gen.on_event(err);
     EXPECT_EQ(m.requests_finished.with({"demo", "error"}).value(), 1);
     EXPECT_EQ(m.generated_tokens.with({"demo"}).value(), 0);
@@ -103,11 +103,18 @@ TEST(generation_meter, errors_and_embeddings) {
         << "no empty latency series for a model that never produced a token";
 }
 
-TEST(generation_meter, without_metrics_it_records_nothing) {
+TEST(generation_meter, without_metrics_every_event_is_a_no_op) {
+    // Routes meter unconditionally; a server without a registry (tests, tools) passes null.
     generation_meter meter(nullptr, "demo");
-    meter.on_event(token("a"));
-    meter.on_event(done(engine::finish_reason::stop, 1, 1));
-    SUCCEED();
+    engine::generation_event err;
+    err.kind = engine::generation_event::type::error;
+    engine::generation_event emb;
+    emb.kind = engine::generation_event::type::embedding;
+    EXPECT_NO_THROW(meter.on_event(token("a")));
+    EXPECT_NO_THROW(meter.on_event(token("b"), generation_meter::clock::now(), false));
+    EXPECT_NO_THROW(meter.on_event(done(engine::finish_reason::stop, 1, 1)));
+    EXPECT_NO_THROW(meter.on_event(err));
+    EXPECT_NO_THROW(meter.on_event(emb));
 }
 
 TEST(generation_meter, requests_are_labelled_by_pattern_and_bounded_method) {

@@ -13,8 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "server_process.h"
-#include "test_models.h"
+#include "support/shared_server.h"
 
 using json = nlohmann::json;
 using rc::test::model_path;
@@ -88,16 +87,7 @@ bool has_series(const std::vector<sample> & samples, const std::string & name, c
     return false;
 }
 
-// Polls `pred` until it holds or `timeout` passes (no fixed sleeps: each wait is one poll interval).
-template <class F>
-bool poll_until(F pred, std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
-}
+using rc::test::poll_until;
 
 std::string find_promtool() {
     const char * path = std::getenv("PATH");
@@ -114,22 +104,8 @@ json chat(const std::string & model, const std::string & text, int max_tokens) {
     return {{"model", model}, {"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", max_tokens}, {"temperature", 0}};
 }
 
-class metrics_endpoint : public ::testing::Test {
+class metrics_endpoint : public rc::test::shared_server {
   protected:
-    static void SetUpTestSuite() {
-        server = new rc::test::server_process({{"demo", model_path("tiny-chat")}, {"embed", model_path("tiny-embed")}});
-    }
-    static void TearDownTestSuite() {
-        delete server;
-        server = nullptr;
-    }
-    void SetUp() override { ASSERT_TRUE(server->started()) << "server did not start"; }
-
-    static httplib::Client client() {
-        httplib::Client c("127.0.0.1", server->openai_port());
-        c.set_read_timeout(120);
-        return c;
-    }
     static httplib::Result post(const std::string & path, const json & body) { return client().Post(path, body.dump(), "application/json"); }
     static json post_ok(const std::string & path, const json & body) {
         auto res = post(path, body);
@@ -147,10 +123,7 @@ class metrics_endpoint : public ::testing::Test {
         return res->body;
     }
     static std::vector<sample> scrape() { return parse_exposition(scrape_text()); }
-
-    static rc::test::server_process * server;
 };
-rc::test::server_process * metrics_endpoint::server = nullptr;
 
 }  // namespace
 

@@ -11,30 +11,17 @@
 #include <sstream>
 #include <thread>
 
-#include "server_process.h"
-#include "test_models.h"
+#include "support/shared_server.h"
 
 using json = nlohmann::json;
 using rc::test::model_path;
 
 namespace {
 
-class ollama : public ::testing::Test {
+class ollama : public rc::test::shared_server {
   protected:
-    static void SetUpTestSuite() {
-        server = new rc::test::server_process({{"demo", model_path("tiny-chat")}, {"embed", model_path("tiny-embed")}});
-    }
-    static void TearDownTestSuite() {
-        delete server;
-        server = nullptr;
-    }
-    void SetUp() override { ASSERT_TRUE(server->started()) << "server did not start"; }
-
-    static httplib::Client client(bool ollama_port = true) {
-        httplib::Client c("127.0.0.1", ollama_port ? server->ollama_port() : server->openai_port());
-        c.set_read_timeout(120);
-        return c;
-    }
+    // This suite speaks to the Ollama port unless told otherwise.
+    static httplib::Client client(bool ollama_port = true) { return shared_server::client(ollama_port); }
     static httplib::Result raw_post(const std::string & path, const json & body) {
         return client().Post(path, body.dump(), "application/json");
     }
@@ -92,12 +79,7 @@ class ollama : public ::testing::Test {
     // Polls /api/ps until `name` is (or is not) listed; unloads after a streamed reply finish just
     // after its last line.
     static bool wait_loaded(const std::string & name, bool want) {
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (is_loaded(name) == want) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        return false;
+        return rc::test::poll_until([&] { return is_loaded(name) == want; }, std::chrono::seconds(20));
     }
 
     static bool is_rfc3339(const json & v) {
@@ -119,10 +101,7 @@ class ollama : public ::testing::Test {
         EXPECT_GE(last["total_duration"].get<long long>(),
                   last["prompt_eval_duration"].get<long long>() + last["eval_duration"].get<long long>());
     }
-
-    static rc::test::server_process * server;
 };
-rc::test::server_process * ollama::server = nullptr;
 
 json gen(const std::string & prompt, int num_predict) {
     return {{"model", "demo"}, {"prompt", prompt}, {"options", {{"num_predict", num_predict}, {"temperature", 0}}}};

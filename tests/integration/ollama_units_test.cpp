@@ -4,9 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "api/api_error.h"
+#include "api/chat_output.h"
+#include "api/model_facts.h"
 #include "api/ollama/chat_messages.h"
 #include "api/ollama/keep_alive.h"
-#include "api/ollama/model_facts.h"
 #include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_options.h"
 #include "api/ollama/ollama_stream.h"
@@ -16,6 +17,8 @@
 
 using namespace rc;
 using namespace rc::api::ollama;
+using rc::api::chat_output_parser;
+using rc::api::human_number;
 using rc::api::json;
 using std::chrono::nanoseconds;
 using namespace std::chrono_literals;
@@ -172,7 +175,7 @@ TEST(ollama_tool_calls, model_output_becomes_calls_with_object_arguments) {
 
     // What a Qwen2.5 model writes for a call, fed in small pieces as the engine streams it.
     std::string reply = "Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-    output_splitter split(p->parser);
+    chat_output_parser split(p->parser);
     std::string streamed;
     for (size_t i = 0; i < reply.size(); i += 3) streamed += split.feed(reply.substr(i, 3)).content;
     streamed += split.finish().content;
@@ -188,7 +191,7 @@ TEST(ollama_tool_calls, model_output_becomes_calls_with_object_arguments) {
     EXPECT_EQ(calls[0]["id"].get<std::string>().rfind("call_", 0), 0u);
 
     // Raw output passes through untouched.
-    output_splitter raw(std::nullopt);
+    chat_output_parser raw(std::nullopt);
     EXPECT_EQ(raw.feed("<tool_call>").content, "<tool_call>");
     EXPECT_EQ(raw.finish().content, "");
     EXPECT_EQ(raw.message().content, "<tool_call>");

@@ -9,30 +9,15 @@
 #include <cstring>
 #include <sstream>
 
-#include "server_process.h"
-#include "test_models.h"
+#include "support/shared_server.h"
 
 using json = nlohmann::json;
 using rc::test::model_path;
 
 namespace {
 
-class serve : public ::testing::Test {
+class serve : public rc::test::shared_server {
   protected:
-    static void SetUpTestSuite() {
-        server = new rc::test::server_process({{"demo", model_path("tiny-chat")}, {"embed", model_path("tiny-embed")}});
-    }
-    static void TearDownTestSuite() {
-        delete server;
-        server = nullptr;
-    }
-    void SetUp() override { ASSERT_TRUE(server->started()) << "server did not start"; }
-
-    httplib::Client client(bool ollama = false) {
-        httplib::Client c("127.0.0.1", ollama ? server->ollama_port() : server->openai_port());
-        c.set_read_timeout(120);
-        return c;
-    }
     json post(const std::string & path, const json & body, int expect_status = 200) {
         auto res = client().Post(path, body.dump(), "application/json");
         EXPECT_TRUE(res) << "no response from " << path;
@@ -59,10 +44,7 @@ class serve : public ::testing::Test {
         }
         return out;
     }
-
-    static rc::test::server_process * server;
 };
-rc::test::server_process * serve::server = nullptr;
 
 json chat(const std::string & text, int max_tokens) {
     return {{"model", "demo"}, {"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", max_tokens}, {"temperature", 0}};

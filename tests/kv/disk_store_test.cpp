@@ -1,6 +1,7 @@
 #include "kv/disk_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -83,6 +84,29 @@ TEST_F(disk_store_test, every_flipped_byte_is_detected_dropped_and_counted) {
     }
 }
 
+TEST_F(disk_store_test, a_header_claiming_more_than_the_file_holds_allocates_nothing) {
+    // Found by fuzz_kv_disk_block: a block file damaged after open() indexed it, whose header
+    // claims a gigabyte payload, made read() allocate (and zero) that much before noticing.
+    auto s = disk_store::open(dir, 1 << 20, identity()).value();
+    ASSERT_TRUE(s->write(key(1), blob(300, 5)).ok());
+    {
+        std::fstream f(dir / (key(1).hex() + ".kvb"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(88);  // payload_bytes, after magic, version, header size, identity, key, pos0, n_tokens
+        const uint64_t claimed = uint64_t(1) << 30;
+        f.write(reinterpret_cast<const char *>(&claimed), sizeof claimed);
+    }
+    auto peak_kb = [] {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        return u.ru_maxrss;
+    };
+    const long before = peak_kb();
+    auto r = s->read(key(1));
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(s->corrupt_dropped(), 1u);
+    EXPECT_LT(peak_kb() - before, 256 * 1024) << "read() allocated what the header claimed";
+}
+
 TEST_F(disk_store_test, bad_headers_and_temp_files_are_dropped_on_open) {
     {
         auto s = disk_store::open(dir, 1 << 20, identity()).value();
@@ -116,4 +140,110 @@ TEST_F(disk_store_test, budget_is_hard_lru_deleted_first_also_after_shrinking) {
     auto small = disk_store::open(dir, 2 * block, identity()).value();
     EXPECT_LE(small->bytes_used(), 2 * block);
     EXPECT_EQ(small->count(), 2u);
+}
+
+// Issue 10: a directory whose files cannot be deleted (read-only, `chattr +i`). Its blocks stay
+// indexed and counted, so the budget holds: writes that would need their space are refused.
+TEST_F(disk_store_test, undeletable_files_keep_counting_and_the_budget_is_never_exceeded) {
+    const size_t block = disk_store::header_bytes + 1000;
+    {
+        auto s = disk_store::open(dir, 3 * block, identity()).value();
+        for (uint8_t i = 1; i <= 3; ++i) ASSERT_TRUE(s->write(key(i), blob(1000, i)).ok());
+    }
+    int refused = 0;
+    auto immutable = [&](const fs::path &) {
+        ++refused;
+        return std::make_error_code(std::errc::operation_not_permitted);
+    };
+    // Reopened with a smaller budget: nothing can be trimmed, so it stays over budget and says so.
+    auto s = disk_store::open(dir, 2 * block, identity(), immutable).value();
+    EXPECT_GT(refused, 0);
+    EXPECT_EQ(s->count(), 3u) << "blocks that cannot be deleted are still served";
+    EXPECT_EQ(s->bytes_used(), 3 * block) << "and still counted";
+    auto w = s->write(key(4), blob(1000, 4));
+    EXPECT_FALSE(w.ok()) << "a write that needs their space is refused";
+    EXPECT_EQ(w.err().code, rc::errc::io);
+    EXPECT_FALSE(s->contains(key(4)));
+    EXPECT_EQ(s->bytes_used(), 3 * block);
+    EXPECT_EQ(s->corrupt_dropped(), 0u);
+    size_t on_disk = 0;
+    for (const auto & f : fs::directory_iterator(dir))
+        if (f.path().extension() == ".kvb") on_disk += fs::file_size(f.path());
+    EXPECT_EQ(on_disk, s->bytes_used()) << "the count is what the directory really holds";
+    EXPECT_TRUE(s->read(key(1)).ok());
+}
+
+TEST_F(disk_store_test, a_corrupt_file_that_cannot_be_deleted_is_never_served_and_still_counted) {
+    const size_t block = disk_store::header_bytes + 1000;
+    bool can_delete = true;
+    auto remove = [&](const fs::path & p) {
+        std::error_code ec;
+        if (can_delete) fs::remove(p, ec);
+        else ec = std::make_error_code(std::errc::read_only_file_system);
+        return ec;
+    };
+    auto s = disk_store::open(dir, 2 * block, identity(), remove).value();
+    ASSERT_TRUE(s->write(key(1), blob(1000, 1)).ok());
+    {
+        std::fstream f(dir / (key(1).hex() + ".kvb"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(500);
+        f.put('X');
+    }
+    can_delete = false;
+    EXPECT_FALSE(s->read(key(1)).ok());
+    EXPECT_FALSE(s->contains(key(1)));
+    EXPECT_EQ(s->corrupt_dropped(), 1u);
+    EXPECT_EQ(s->bytes_used(), block) << "its bytes are still on disk";
+    ASSERT_TRUE(s->write(key(2), blob(1000, 2)).ok());
+    EXPECT_FALSE(s->write(key(3), blob(1000, 3)).ok()) << "two blocks' worth are on disk: a third does not fit";
+    EXPECT_LE(s->bytes_used(), s->budget());
+}
+
+TEST_F(disk_store_test, a_vanished_file_is_missing_not_corrupt) {
+    auto s = disk_store::open(dir, 1 << 20, identity()).value();
+    ASSERT_TRUE(s->write(key(1), blob(100, 1)).ok());
+    ASSERT_TRUE(s->write(key(2), blob(100, 2)).ok());
+    fs::remove(dir / (key(1).hex() + ".kvb"));  // an operator cleaned the directory
+    auto r = s->read(key(1));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.err().code, rc::errc::not_found);
+    EXPECT_EQ(s->corrupt_dropped(), 0u);
+    EXPECT_EQ(s->missing_dropped(), 1u);
+    EXPECT_FALSE(s->contains(key(1)));
+    EXPECT_EQ(s->bytes_used(), disk_store::header_bytes + 100) << "only the block still on disk counts";
+    EXPECT_TRUE(s->read(key(2)).ok());
+}
+
+TEST_F(disk_store_test, blocks_of_an_older_format_are_dropped_without_counting_them_corrupt) {
+    {
+        auto s = disk_store::open(dir, 1 << 20, identity()).value();
+        ASSERT_TRUE(s->write(key(1), blob(100, 1)).ok());
+    }
+    const fs::path p = dir / (key(1).hex() + ".kvb");
+    {
+        std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(8);
+        const uint32_t v1 = 1;  // the SHA-256 format
+        f.write(reinterpret_cast<const char *>(&v1), sizeof v1);
+    }
+    auto s = disk_store::open(dir, 1 << 20, identity()).value();
+    EXPECT_EQ(s->count(), 0u);
+    EXPECT_EQ(s->corrupt_dropped(), 0u);
+    EXPECT_FALSE(fs::exists(p));
+}
+
+TEST_F(disk_store_test, records_round_trip_and_a_torn_tail_is_ignored) {
+    auto s = disk_store::open(dir, 1 << 20, identity()).value();
+    ASSERT_TRUE(s->append_record({1, 2, 3}).ok());
+    ASSERT_TRUE(s->append_record({4, 5}).ok());
+    {
+        std::ofstream f(dir / "records.log", std::ios::app | std::ios::binary);
+        f << "\x09\x00\x00\x00torn";  // a crash mid-append
+    }
+    auto r = s->read_records();
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0], (std::vector<uint8_t>{1, 2, 3}));
+    EXPECT_EQ(r[1], (std::vector<uint8_t>{4, 5}));
+    ASSERT_TRUE(s->rewrite_records({{7}}).ok());
+    EXPECT_EQ(s->read_records(), (std::vector<std::vector<uint8_t>>{{7}}));
 }

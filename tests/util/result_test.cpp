@@ -13,8 +13,8 @@ TEST(result, value_and_error) {
 }
 
 TEST(result, errc_names_round_trip) {
-    for (auto c : {rc::errc::invalid_argument, rc::errc::not_found, rc::errc::unavailable, rc::errc::context_overflow, rc::errc::io,
-                   rc::errc::internal}) {
+    for (auto c : {rc::errc::invalid_argument, rc::errc::not_found, rc::errc::unavailable, rc::errc::context_overflow,
+                   rc::errc::unauthenticated, rc::errc::permission_denied, rc::errc::data_loss, rc::errc::io, rc::errc::internal}) {
         EXPECT_EQ(rc::errc_from_name(rc::errc_name(c)), c);
     }
     EXPECT_EQ(rc::errc_from_name("bogus"), rc::errc::internal);

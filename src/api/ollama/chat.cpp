@@ -6,70 +6,53 @@
 #include <algorithm>
 
 #include "api/api_error.h"
+#include "api/generation_session.h"
 #include "api/ollama/chat_messages.h"
 #include "api/ollama/keep_alive.h"
-#include "api/ollama/model_facts.h"
 #include "api/ollama/ollama_options.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/ollama/ollama_stream.h"
-#include "engine/chat_format.h"
 
 namespace rc::api::ollama {
 
 namespace {
 
 http_response handle(api_context & ctx, const http_request & req) {
-    auto started = steady::now();
+    const auto started = steady::now();
     json body = parse_body(req);
-    std::string name = model_field(body);
-    auto model_system = apply_model_defaults(ctx, name, body);
-    engine::chat_input in;
-    in.messages = read_messages(body);
-    bool has_system = std::any_of(in.messages.begin(), in.messages.end(), [](const auto & m) { return m.role == "system"; });
-    if (model_system && !has_system && !in.messages.empty()) {
+    generation_input in;
+    in.model = model_field(body);
+    in.task = "chat";
+    in.prompt_field = "messages";
+    in.schema_field = "format";
+    const auto entry = find_model(ctx, in.model);
+    auto model_system = apply_model_defaults(entry, body);
+
+    engine::chat_input chat;
+    chat.messages = read_messages(body);
+    bool has_system = std::any_of(chat.messages.begin(), chat.messages.end(), [](const auto & m) { return m.role == "system"; });
+    if (model_system && !has_system && !chat.messages.empty()) {
         common_chat_msg sys;
         sys.role = "system";
         sys.content = *model_system;
-        in.messages.insert(in.messages.begin(), sys);
+        chat.messages.insert(chat.messages.begin(), sys);
     }
-    in.tools = read_tools(body);
-    in.parallel_tool_calls = true;  // Ollama returns every call the model makes
-    in.json_schema = read_format(body);
+    chat.tools = read_tools(body);
+    chat.parallel_tool_calls = true;  // Ollama returns every call the model makes
+    chat.json_schema = read_format(body);
     auto think = read_think(body);
-    bool stream = read_bool(body, "stream", true);
+    chat.enable_thinking = think.value_or(true);
+    in.think = think.value_or(false);
+    in.stream = read_bool(body, "stream", true);
     auto keep_alive = read_keep_alive(body);
-    engine::generation_request greq;
-    read_options(body, ctx, greq);
-    greq.logprobs_top = read_logprobs(body);
+    read_options(body, ctx, in.params);
+    in.params.logprobs_top = read_logprobs(body);
 
-    if (in.messages.empty()) return load_or_unload(ctx, name, keep_alive, json{{"message", {{"role", "assistant"}, {"content", ""}}}});
-
-    auto a = acquire(ctx, name, keep_alive);
-    auto job = std::make_shared<generation_job>();  // from here keep_alive 0 unloads even on a 4xx
-    job->ctx = &ctx;
-    job->shape = reply_shape::chat;
-    job->model = name;
-    job->keep_alive = keep_alive;
-    job->eng = a.eng;
-    job->logprobs = greq.logprobs_top >= 0;
-    job->started = started;
-    job->load_time = a.load_time;
-
-    const auto & m = a.eng->model();
-    if (a.eng->is_embedding()) bad_request("\"" + name + "\" does not support chat (it is an embedding model)", "model");
-    if (think.value_or(false) && !model_supports_thinking(m)) bad_request("\"" + name + "\" does not support thinking", "think");
-    in.enable_thinking = think.value_or(true);
-    auto rendered = engine::render_chat(m, in);
-    if (!rendered) raise(rendered.err());
-    greq.prompt = m.tokenize(rendered->text, true, true);
-    greq.grammar = rendered->grammar;
-    for (const auto & s : rendered->additional_stops) greq.stop.push_back(s);
-    job->parser = rendered->parser;
-    job->meter.emplace(*job->ctx, job->model);
-    auto ch = a.eng->submit(std::move(greq));
-    if (!ch) raise(ch.err());
-    job->channel = ch.value();
-    return respond(job, stream, req);
+    if (chat.messages.empty()) return load_or_unload(ctx, entry, in.model, keep_alive, json{{"message", {{"role", "assistant"}, {"content", ""}}}});
+    in.chat = std::move(chat);
+    in.keep_alive = keep_alive_or_default(ctx, keep_alive);
+    reply_options o{reply_shape::chat, in.model, started, in.params.logprobs_top >= 0};
+    return respond(generation_session::start(ctx, entry, std::move(in)), std::move(o), req);
 }
 
 }  // namespace

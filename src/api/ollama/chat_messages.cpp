@@ -1,14 +1,13 @@
 #include "api/ollama/chat_messages.h"
 
-#include <json.h>
-
 #include "api/api_error.h"
+#include "api/chat_messages.h"
+#include "api/generation_session.h"
+#include "util/safe_quote.h"
 
 namespace rc::api::ollama {
 
 namespace {
-
-common_json to_common(const json & j) { return common_json::parse(dump(j)); }
 
 // One Ollama tool call → OpenAI's {type, id?, function:{name, arguments: "<JSON text>"}}.
 json openai_tool_call(const json & tc, const std::string & where) {
@@ -37,7 +36,7 @@ json openai_message(const json & m, size_t i) {
     std::string r = role->get<std::string>();
     if (r == "developer") r = "system";
     if (r != "system" && r != "user" && r != "assistant" && r != "tool")
-        bad_request(where + ".role '" + r + "' is not one of system, user, assistant, tool", "messages");
+        bad_request(where + ".role " + safe_quote(r) + " is not one of system, user, assistant, tool", "messages");
     json out = {{"role", r}, {"content", ""}};
     if (auto c = m.find("content"); c != m.end() && !c->is_null()) {
         if (!c->is_string()) bad_request(where + ".content must be a string", "messages");
@@ -74,13 +73,12 @@ std::vector<common_chat_msg> read_messages(const json & body) {
     auto it = body.find("messages");
     if (it == body.end() || it->is_null()) return {};
     if (!it->is_array()) bad_request("'messages' must be an array", "messages");
+    if (it->empty()) return {};
+    if (it->size() > max_chat_messages)  // before converting anything: a huge array costs a size check
+        bad_request("'messages' has " + std::to_string(it->size()) + " messages; at most " + std::to_string(max_chat_messages) + " are accepted", "messages");
     json converted = json::array();
     for (size_t i = 0; i < it->size(); ++i) converted.push_back(openai_message((*it)[i], i));
-    try {
-        return common_chat_msgs_parse_oaicompat(to_common(converted));
-    } catch (const std::exception & e) {
-        bad_request(std::string("'messages': ") + e.what(), "messages");
-    }
+    return read_chat_messages(converted, "messages");
 }
 
 std::vector<common_chat_tool> read_tools(const json & body) {
@@ -92,11 +90,7 @@ std::vector<common_chat_tool> read_tools(const json & body) {
         // Some clients leave out type; every Ollama tool is a function.
         if (t.is_object() && !t.contains("type")) t["type"] = "function";
     }
-    try {
-        return common_chat_tools_parse_oaicompat(to_common(tools));
-    } catch (const std::exception & e) {
-        bad_request(std::string("'tools': ") + e.what(), "tools");
-    }
+    return read_chat_tools(tools, "tools");
 }
 
 }  // namespace rc::api::ollama

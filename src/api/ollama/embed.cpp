@@ -2,10 +2,9 @@
 // {model, embeddings, total_duration, load_duration, prompt_eval_count}, L2-normalised as Ollama's.
 // POST /api/embeddings — legacy {model, prompt} → {embedding}; not normalised, as in Ollama.
 #include <climits>
-#include <cmath>
 
 #include "api/api_error.h"
-#include "api/generation_pump.h"
+#include "api/embedding_batch.h"
 #include "api/ollama/keep_alive.h"
 #include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_routes.h"
@@ -29,7 +28,7 @@ std::vector<std::string> read_inputs(const json & body) {
     } else {
         bad_request(msg, "input");
     }
-    if (out.size() > 2048) bad_request("'input' has more than 2048 entries", "input");
+    if (out.size() > max_embedding_inputs) bad_request("'input' has more than " + std::to_string(max_embedding_inputs) + " entries", "input");
     return out;
 }
 
@@ -39,107 +38,45 @@ void check_options(const json & body) {
         bad_request("'options' must be an object", "options");
 }
 
-// Tokens of one input. Too long: with truncation the head is kept, as Ollama does, ending in the
-// tokenizer's closing token (BERT's [SEP]) when it adds one; without it, a 400.
-std::vector<llama_token> input_tokens(const engine::engine & eng, const std::string & text, bool truncate) {
-    const auto & m = eng.model();
-    auto tokens = m.tokenize(text, true, false);
-    if (tokens.empty()) bad_request("'input' must not contain empty strings", "input");
-    // The engine takes prompts shorter than its context (it refuses n_prompt >= n_ctx).
-    const size_t limit = static_cast<size_t>(eng.n_ctx()) - 1;
-    if (tokens.size() > limit) {
-        if (!truncate) bad_request("the input length exceeds the context length (" + std::to_string(limit) + " tokens)", "input");
-        llama_token last = tokens.back();
-        tokens.resize(limit);
-        if (llama_vocab_get_add_eos(m.vocab()) || llama_vocab_get_add_sep(m.vocab())) tokens.back() = last;
-    }
-    return tokens;
+// The lease for an embedding request; 400 in Ollama's words for a text generation model.
+models::model_lease lease_embedder(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive,
+                                   std::chrono::nanoseconds & load_time) {
+    auto lease = lease_model(ctx, find_model(ctx, name), keep_alive_or_default(ctx, keep_alive), &load_time);
+    if (!lease.engine().is_embedding()) bad_request("\"" + name + "\" does not support embeddings (it is a text generation model)", "model");
+    return lease;
 }
 
-void renormalize(std::vector<float> & v) {
-    double norm = 0;
-    for (float x : v) norm += static_cast<double>(x) * x;
-    norm = std::sqrt(norm);
-    if (norm > 0) {
-        for (float & x : v) x = static_cast<float>(x / norm);
-    }
-}
-
-struct embed_results {
-    std::vector<std::vector<float>> vectors;
-    int prompt_tokens = 0;
-};
-
-embed_results run(engine::engine & eng, std::vector<std::vector<llama_token>> inputs, bool normalize, const http_request & req,
-                  generation_meter & meter) {
-    std::vector<std::shared_ptr<engine::request_channel>> channels;
-    struct cancel_rest {
-        std::vector<std::shared_ptr<engine::request_channel>> & c;
-        ~cancel_rest() {
-            for (auto & ch : c) {
-                if (!ch->finished()) ch->cancel();
-            }
-        }
-    } guard{channels};
-    for (auto & tokens : inputs) {
-        engine::generation_request r;
-        r.kind = engine::request_kind::embed;
-        r.prompt = std::move(tokens);
-        r.normalize_embedding = normalize;
-        auto ch = eng.submit(std::move(r));
-        if (!ch) raise(ch.err());
-        channels.push_back(ch.value());
-    }
-    embed_results out;
-    for (auto & ch : channels) {
-        auto done = pump(*ch, req.client_gone ? [&] { return !req.client_gone(); } : std::function<bool()>(),
-                         [](const engine::generation_event &) { return true; }, meter);
-        if (done.kind == engine::generation_event::type::error) raise_event_error(done.error_code, done.error_message);
-        out.prompt_tokens += done.usage.prompt_tokens;
-        out.vectors.push_back(std::move(done.embedding));
-    }
-    return out;
-}
-
-// The engine for an embedding request; 400 in Ollama's words for a text generation model.
-acquired_model acquire_embedder(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive) {
-    auto a = acquire(ctx, name, keep_alive);
-    if (!a.eng->is_embedding()) bad_request("\"" + name + "\" does not support embeddings (it is a text generation model)", "model");
-    return a;
+std::function<bool()> client_of(const http_request & req) {
+    return req.client_gone ? std::function<bool()>([&req] { return !req.client_gone(); }) : std::function<bool()>();
 }
 
 http_response embed(api_context & ctx, const http_request & req) {
-    auto started = steady::now();
+    const auto started = steady::now();
     json body = parse_body(req);
     std::string name = model_field(body);
-    auto inputs = read_inputs(body);
-    bool truncate = opt_bool(body, "truncate").value_or(true);
+    embedding_input in;
+    for (auto & text : read_inputs(body)) in.inputs.push_back(prompt_input::of_text(std::move(text)));
+    in.truncate = opt_bool(body, "truncate").value_or(true);
     auto dims = opt_int(body, "dimensions", 0, INT_MAX);
     auto keep_alive = read_keep_alive(body);
     check_options(body);
 
-    unload_guard unload{ctx, name, keep_alive};  // keep_alive 0 applies even when a check below fails
-    auto a = acquire_embedder(ctx, name, keep_alive);
-    json embeddings = json::array();
+    std::chrono::nanoseconds load_time{0};
+    auto lease = lease_embedder(ctx, name, keep_alive, load_time);  // keep_alive 0 applies however this ends
     json out = {{"model", name}};
-    if (inputs.empty()) {  // Ollama: no input loads the model and answers an empty list
-        out["embeddings"] = embeddings;
+    if (in.inputs.empty()) {  // Ollama: no input loads the model and answers an empty list
+        out["embeddings"] = json::array();
         return json_response(out);
     }
-    std::vector<std::vector<llama_token>> tokens;
-    for (const auto & text : inputs) tokens.push_back(input_tokens(*a.eng, text, truncate));
-    generation_meter meter(ctx, name);
-    auto results = run(*a.eng, std::move(tokens), true, req, meter);
+    auto results = run_embeddings(ctx, lease, std::move(in), client_of(req));
+    json embeddings = json::array();
     for (auto & v : results.vectors) {
-        if (dims && *dims > 0 && *dims < static_cast<long long>(v.size())) {
-            v.resize(static_cast<size_t>(*dims));  // Matryoshka truncation, back to unit length
-            renormalize(v);
-        }
+        if (dims) truncate_dimensions(v, static_cast<size_t>(*dims));  // Matryoshka truncation, back to unit length
         embeddings.push_back(std::move(v));
     }
     out["embeddings"] = std::move(embeddings);
     out["total_duration"] = ns_since(started);
-    out["load_duration"] = static_cast<long long>(a.load_time.count());
+    out["load_duration"] = static_cast<long long>(load_time.count());
     out["prompt_eval_count"] = results.prompt_tokens;
     return json_response(out);
 }
@@ -151,14 +88,15 @@ http_response embeddings_legacy(api_context & ctx, const http_request & req) {
     auto keep_alive = read_keep_alive(body);
     check_options(body);
 
-    unload_guard unload{ctx, name, keep_alive};
-    auto a = acquire_embedder(ctx, name, keep_alive);
+    std::chrono::nanoseconds load_time{0};
+    auto lease = lease_embedder(ctx, name, keep_alive, load_time);
     if (prompt.empty()) return json_response(json{{"embedding", json::array()}});  // loads only
-    std::vector<std::vector<llama_token>> tokens;
-    tokens.push_back(input_tokens(*a.eng, prompt, true));
+    embedding_input in;
+    in.inputs.push_back(prompt_input::of_text(std::move(prompt)));
+    in.truncate = true;
     // The legacy route returns the pooled vector as the model produced it (Ollama never normalised it).
-    generation_meter meter(ctx, name);
-    auto results = run(*a.eng, std::move(tokens), false, req, meter);
+    in.normalize = false;
+    auto results = run_embeddings(ctx, lease, std::move(in), client_of(req));
     return json_response(json{{"embedding", std::move(results.vectors[0])}});
 }
 

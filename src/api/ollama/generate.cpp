@@ -7,27 +7,20 @@
 // Jinja chat templates, and silently dropping an override would change the prompt behind the
 // client's back. raw:true with a pre-formatted prompt does the same job.
 #include "api/api_error.h"
+#include "api/generation_session.h"
 #include "api/ollama/keep_alive.h"
-#include "api/ollama/model_facts.h"
 #include "api/ollama/ollama_options.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/ollama/ollama_stream.h"
-#include "engine/chat_format.h"
 
 namespace rc::api::ollama {
 
 namespace {
 
-std::vector<llama_token> read_context(const json & body) {
+std::vector<int32_t> read_context(const json & body) {
     auto it = body.find("context");
-    std::vector<llama_token> out;
-    if (it == body.end() || it->is_null()) return out;
-    if (!it->is_array()) bad_request("'context' must be an array of token ids", "context");
-    for (const auto & t : *it) {
-        if (!t.is_number_integer()) bad_request("'context' must be an array of token ids", "context");
-        out.push_back(t.get<llama_token>());
-    }
-    return out;
+    if (it == body.end() || it->is_null()) return {};
+    return read_token_ids(*it, "context");
 }
 
 common_chat_msg message(const char * role, const std::string & content) {
@@ -51,76 +44,46 @@ void refuse_unsupported(const json & body) {
 }
 
 http_response handle(api_context & ctx, const http_request & req) {
-    auto started = steady::now();
+    const auto started = steady::now();
     json body = parse_body(req);
-    std::string name = model_field(body);
+    generation_input in;
+    in.model = model_field(body);
+    in.task = "generate";
+    in.prompt_field = "prompt";
+    in.schema_field = "format";
     refuse_unsupported(body);
-    auto model_system = apply_model_defaults(ctx, name, body);
+    const auto entry = find_model(ctx, in.model);
+    auto model_system = apply_model_defaults(entry, body);
     std::string prompt = opt_string(body, "prompt").value_or("");
-    bool raw_mode = body.contains("raw") && body["raw"].is_boolean() && body["raw"].get<bool>();
-    std::string system = opt_string(body, "system").value_or(raw_mode ? "" : model_system.value_or(""));
     bool raw = read_bool(body, "raw", false);
+    std::string system = opt_string(body, "system").value_or(raw ? "" : model_system.value_or(""));
     if (raw && !system.empty()) bad_request("raw mode does not support 'system': put it in the prompt", "system");
     std::string format = read_format(body);
     auto think = read_think(body);
-    bool stream = read_bool(body, "stream", true);
+    in.stream = read_bool(body, "stream", true);
     auto keep_alive = read_keep_alive(body);
-    auto context = read_context(body);
-    engine::generation_request greq;
-    read_options(body, ctx, greq);
-    greq.logprobs_top = read_logprobs(body);
+    in.context = read_context(body);
+    read_options(body, ctx, in.params);
+    in.params.logprobs_top = read_logprobs(body);
 
-    if (prompt.empty()) return load_or_unload(ctx, name, keep_alive, json{{"response", ""}});
-
-    auto a = acquire(ctx, name, keep_alive);
-    // From here the job owns the request's aftermath: keep_alive 0 unloads even when a check fails.
-    auto job = std::make_shared<generation_job>();
-    job->ctx = &ctx;
-    job->shape = reply_shape::generate;
-    job->model = name;
-    job->keep_alive = keep_alive;
-    job->eng = a.eng;
-    job->logprobs = greq.logprobs_top >= 0;
-    job->started = started;
-    job->load_time = a.load_time;
-
-    const auto & m = a.eng->model();
-    if (a.eng->is_embedding()) bad_request("\"" + name + "\" does not support generate (it is an embedding model)", "model");
-    for (llama_token t : context) {
-        if (!m.valid_token(t)) bad_request("'context' holds token " + std::to_string(t) + ", outside this model's vocabulary", "context");
-    }
-    // A continued context already holds the BOS token.
-    const bool add_special = context.empty();
-    std::vector<llama_token> tokens;
+    if (prompt.empty()) return load_or_unload(ctx, entry, in.model, keep_alive, json{{"response", ""}});
     if (raw) {
-        tokens = m.tokenize(prompt, add_special, true);
-        if (!format.empty()) {
-            auto c = engine::schema_constraint(format);
-            if (!c) raise(c.err());
-            greq.grammar = std::move(c.value());
-        }
+        // Tokenized as is, special-token text included; raw output is never parsed.
+        in.prompts.push_back(prompt_input::of_text(std::move(prompt)));
+        in.parse_special = true;
+        in.output_schema = std::move(format);
     } else {
-        if (think.value_or(false) && !model_supports_thinking(m)) bad_request("\"" + name + "\" does not support thinking", "think");
-        engine::chat_input in;
-        if (!system.empty()) in.messages.push_back(message("system", system));
-        in.messages.push_back(message("user", prompt));
-        in.json_schema = format;
-        in.enable_thinking = think.value_or(true);
-        auto rendered = engine::render_chat(m, in);
-        if (!rendered) raise(rendered.err());
-        tokens = m.tokenize(rendered->text, add_special, true);
-        greq.grammar = rendered->grammar;
-        for (const auto & s : rendered->additional_stops) greq.stop.push_back(s);
-        job->parser = rendered->parser;
+        engine::chat_input chat;
+        if (!system.empty()) chat.messages.push_back(message("system", system));
+        chat.messages.push_back(message("user", prompt));
+        chat.json_schema = std::move(format);
+        chat.enable_thinking = think.value_or(true);
+        in.think = think.value_or(false);
+        in.chat = std::move(chat);
     }
-    greq.prompt = std::move(context);
-    greq.prompt.insert(greq.prompt.end(), tokens.begin(), tokens.end());
-    job->prompt = greq.prompt;
-    job->meter.emplace(*job->ctx, job->model);
-    auto ch = a.eng->submit(std::move(greq));
-    if (!ch) raise(ch.err());
-    job->channel = ch.value();
-    return respond(job, stream, req);
+    in.keep_alive = keep_alive_or_default(ctx, keep_alive);
+    reply_options o{reply_shape::generate, in.model, started, in.params.logprobs_top >= 0};
+    return respond(generation_session::start(ctx, entry, std::move(in)), std::move(o), req);
 }
 
 }  // namespace

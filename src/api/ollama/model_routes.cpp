@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "api/api_error.h"
-#include "api/ollama/keep_alive.h"
-#include "api/ollama/model_facts.h"
+#include "api/model_facts.h"
 #include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_routes.h"
+#include "util/safe_quote.h"
 
 namespace rc::api::ollama {
 
@@ -20,15 +20,15 @@ json unknown_details() {
             {"parameter_size", ""}, {"quantization_level", "unknown"}};
 }
 
-json details_of(const models::model_entry & e) {
-    auto f = facts_for(e);
+json details_of(api_context & ctx, const models::model_entry & e) {
+    auto f = ctx.facts->get(e);
     json d = f ? f->details : unknown_details();
     if (!e.quantization.empty()) d["quantization_level"] = e.quantization;  // the store's (file name) spelling
     return d;
 }
 
-std::string digest_of(const models::model_entry & e) {
-    auto f = facts_for(e);
+std::string digest_of(api_context & ctx, const models::model_entry & e) {
+    auto f = ctx.facts->get(e);
     return f ? f->digest : std::string();
 }
 
@@ -51,8 +51,8 @@ http_response tags(api_context & ctx) {
                           {"model", display_name(e.name)},
                           {"modified_at", rfc3339(e.modified)},
                           {"size", e.size_bytes},
-                          {"digest", digest_of(e)},
-                          {"details", details_of(e)}});
+                          {"digest", digest_of(ctx, e)},
+                          {"details", details_of(ctx, e)}});
     }
     return json_response(json{{"models", models}});
 }
@@ -72,19 +72,19 @@ http_response show(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     std::string name = model_field(body);
     auto entry = find_model(ctx, name);
-    auto f = facts_for(entry);
-    if (!f) throw api_error(500, "model '" + name + "' is not a readable GGUF file");
+    auto f = ctx.facts->get(entry);
+    if (!f) throw api_error(500, "model " + safe_quote(name, max_echoed_name) + " is not a readable GGUF file");
     json out = {{"license", f->metadata.get_string("general.license")},
                 {"modelfile", modelfile(entry, *f)},
                 {"parameters", parameter_lines(entry.parameters)},
                 {"template", entry.template_text.value_or(f->chat_template)},
                 {"system", entry.system.value_or("")},
-                {"details", details_of(entry)},
+                {"details", details_of(ctx, entry)},
                 {"model_info", model_info_json(*f)},
                 {"capabilities", f->capabilities},
                 {"modified_at", rfc3339(entry.modified)}};
     // Rustycage's addition: whether the model may serve, and why not.
-    out["status"] = entry.status;
+    out["status"] = std::string(store::to_string(entry.status));
     if (!entry.status_reason.empty()) out["status_reason"] = entry.status_reason;
     return json_response(out);
 }
@@ -94,46 +94,47 @@ json kv_tiers_json(const engine::engine & e) {
     auto st = e.stats();
     json t = {{"context", {{"cells_used", st.kv_cells_used}, {"cells_cached", st.kv_cells_cached}, {"cells_total", st.n_ctx},
                            {"idle_conversations", st.idle_sequences}}}};
-    if (const kv::kv_manager * kv = e.kv()) {
-        const auto & o = kv->options();
-        t["block_size"] = o.block_size;
-        if (kv->host_enabled()) t["host"] = {{"bytes", kv->host_bytes()}, {"budget", o.host_budget}, {"blocks", kv->host_blocks()}};
-        if (kv->disk_enabled()) t["disk"] = {{"bytes", kv->disk_bytes()}, {"budget", o.disk_budget}, {"blocks", kv->disk_blocks()}};
+    if (e.kv()) {
+        const auto k = e.kv_stats();
+        t["block_size"] = k.block_size;
+        if (k.host.enabled) t["host"] = {{"bytes", k.host.bytes}, {"budget", k.host.budget}, {"blocks", k.host.blocks}};
+        if (k.disk.enabled) t["disk"] = {{"bytes", k.disk.bytes}, {"budget", k.disk.budget}, {"blocks", k.disk.blocks}};
     }
     return t;
 }
 
-std::chrono::system_clock::time_point expires_at(const models::loaded_model & lm) {
-    using clock = std::chrono::system_clock;
-    if (lm.keep_alive == keep_alive_forever) return clock::time_point::max();
-    auto d = std::chrono::duration_cast<clock::duration>(lm.keep_alive);
-    if (lm.last_used > clock::time_point::max() - d) return clock::time_point::max();
-    return lm.last_used + d;
-}
-
 http_response ps(api_context & ctx) {
-    auto loaded = ctx.models.loaded();
+    // What the engines say, read under the manager's lock (quick); file facts are read after it.
+    struct running {
+        models::loaded_model m;
+        uint64_t model_bytes;
+        int n_ctx;
+        json kv_tiers;
+    };
+    std::vector<running> loaded;
+    ctx.models.visit_loaded([&](const models::loaded_model & m, const engine::engine & e) {
+        loaded.push_back({m, e.model().info().size_bytes, e.n_ctx(), kv_tiers_json(e)});
+    });
     // Ollama lists the model with the longest time left first.
-    std::stable_sort(loaded.begin(), loaded.end(),
-                     [](const models::loaded_model & a, const models::loaded_model & b) { return expires_at(a) > expires_at(b); });
+    std::stable_sort(loaded.begin(), loaded.end(), [](const running & a, const running & b) { return a.m.expires_at > b.m.expires_at; });
     // Weights go where the backend puts them: every layer is offloaded when a GPU backend is present.
     const bool on_gpu = llama_supports_gpu_offload();
     json models = json::array();
-    for (const auto & lm : loaded) {
-        auto entry = ctx.models.catalog().find(lm.name);
-        auto f = entry ? facts_for(entry.value()) : nullptr;
+    for (const auto & r : loaded) {
+        auto entry = ctx.models.catalog().find(r.m.name);
+        auto f = entry ? ctx.facts->get(entry.value()) : nullptr;
         // Ollama's size is the memory the model takes: weights, KV cache and buffers (the estimate
         // the memory budget admitted it with).
-        const auto size = lm.memory > 0 ? lm.memory : lm.engine->model().info().size_bytes;
-        models.push_back({{"name", display_name(lm.name)},
-                          {"model", display_name(lm.name)},
+        const auto size = r.m.memory > 0 ? r.m.memory : r.model_bytes;
+        models.push_back({{"name", display_name(r.m.name)},
+                          {"model", display_name(r.m.name)},
                           {"size", size},
                           {"digest", f ? f->digest : std::string()},
                           {"details", f ? f->details : unknown_details()},
-                          {"expires_at", rfc3339(expires_at(lm))},
+                          {"expires_at", rfc3339(r.m.expires_at)},
                           {"size_vram", on_gpu ? size : 0},
-                          {"context_length", lm.engine->n_ctx()}});
-        models.back()["kv_tiers"] = kv_tiers_json(*lm.engine);
+                          {"context_length", r.n_ctx}});
+        models.back()["kv_tiers"] = r.kv_tiers;
     }
     return json_response(json{{"models", models}});
 }

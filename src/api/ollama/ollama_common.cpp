@@ -3,8 +3,9 @@
 #include <ctime>
 
 #include "api/api_error.h"
-#include "api/ollama/keep_alive.h"
+#include "api/generation_session.h"
 #include "util/log.h"
+#include "util/safe_quote.h"
 
 namespace rc::api::ollama {
 
@@ -47,61 +48,42 @@ models::model_entry find_model(api_context & ctx, const std::string & name) {
     auto e = ctx.models.catalog().find(name);
     if (!e) {
         if (e.err().code == errc::not_found || e.err().code == errc::invalid_argument)
-            throw api_error(404, "model '" + name + "' not found", "model");
-        raise(e.err());
+            throw api_error(404, "model " + safe_quote(name, max_echoed_name) + " not found", "model");
+        raise(e.err(), "model");
     }
-    return e.value();
+    return std::move(e.value());
 }
 
-std::optional<std::string> apply_model_defaults(api_context & ctx, const std::string & name, json & body) {
-    auto e = ctx.models.catalog().find(name);
-    if (!e) return std::nullopt;
-    if (!e->parameters.empty()) {
+std::optional<std::string> apply_model_defaults(const models::model_entry & entry, json & body) {
+    if (!entry.parameters.empty()) {
         auto it = body.find("options");
         if (it == body.end() || it->is_null()) body["options"] = json::object();
         json & o = body["options"];
         if (o.is_object()) {
-            for (auto p = e->parameters.begin(); p != e->parameters.end(); ++p)
+            for (auto p = entry.parameters.begin(); p != entry.parameters.end(); ++p)
                 if (!o.contains(p.key())) o[p.key()] = p.value();
         }
     }
-    return e->system;
+    return entry.system;
 }
 
-acquired_model acquire(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive) {
-    find_model(ctx, name);  // 404 in Ollama's words before anything loads
-    auto started = steady::now();
-    auto e = ctx.models.acquire(name);
-    if (!e) raise(e.err());
-    acquired_model out{e.value(), steady::now() - started};
-    // As in Ollama, a request without keep_alive resets the model to the default.
-    auto ka = keep_alive.value_or(ctx.models.options().default_keep_alive);
-    if (ka.count() != 0) ctx.models.set_keep_alive(name, ka);
-    return out;
+std::chrono::nanoseconds keep_alive_or_default(const api_context & ctx, std::optional<std::chrono::nanoseconds> keep_alive) {
+    return keep_alive.value_or(ctx.models.options().default_keep_alive);
 }
 
-http_response load_or_unload(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive, json reply) {
+http_response load_or_unload(api_context & ctx, const models::model_entry & entry, const std::string & name,
+                             std::optional<std::chrono::nanoseconds> keep_alive, json reply) {
     reply["model"] = name;
     reply["done"] = true;
     if (keep_alive && keep_alive->count() == 0) {
-        find_model(ctx, name);
-        ctx.models.unload(name);
+        ctx.models.unload(entry.name);
         reply["done_reason"] = "unload";
     } else {
-        acquire(ctx, name, keep_alive);
+        lease_model(ctx, entry, keep_alive_or_default(ctx, keep_alive));  // loaded, then idle: its keep_alive starts now
         reply["done_reason"] = "load";
     }
     reply["created_at"] = rfc3339_now();
     return json_response(reply);
-}
-
-void unload_if_asked(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive) {
-    if (!keep_alive || keep_alive->count() != 0) return;
-    try {
-        ctx.models.unload(name);
-    } catch (const std::exception & e) {
-        rc::log::error("ollama", "unload_failed", {{"model", name}, {"what", e.what()}});
-    }
 }
 
 http_response json_response(const json & body, int status) {

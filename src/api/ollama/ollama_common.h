@@ -8,7 +8,6 @@
 
 #include "api/api_context.h"
 #include "api/json_fields.h"
-#include "engine/engine.h"
 #include "models/local_catalog.h"
 
 namespace rc::api::ollama {
@@ -28,36 +27,23 @@ std::string display_name(const std::string & catalog_name);
 // The request's model name: body["model"], or the deprecated body["name"]; 400 when neither.
 std::string model_field(const json & body);
 
-// The catalog entry for `name`. 404 "model 'x' not found" for unknown names and for names this
-// server cannot hold yet (namespaces, tags other than latest): to a client both mean "pull it first".
+// The catalog entry for `name` — the request's one catalog lookup. 404 "model 'x' not found" for
+// unknown names and for names this server cannot hold (bad characters, namespaces it does not
+// serve): to a client both mean "pull it first". The name is echoed bounded and printable.
 models::model_entry find_model(api_context & ctx, const std::string & name);
 
 // A store model's Modelfile defaults (parameters, system prompt) under what the request gives:
 // its `parameters` fill body["options"] where the request has no value; returns its system prompt.
-std::optional<std::string> apply_model_defaults(api_context & ctx, const std::string & name, json & body);
+std::optional<std::string> apply_model_defaults(const models::model_entry & entry, json & body);
 
-struct acquired_model {
-    std::shared_ptr<engine::engine> eng;
-    std::chrono::nanoseconds load_time{0};  // time spent in acquire: the load, or ~0 when loaded
-};
-// Loads `name` if needed and records its keep_alive (absent: the 5-minute default; 0 is applied by
-// unload_if_asked after the response). Errors as find_model, plus 500 when the load fails.
-acquired_model acquire(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive);
-
-// keep_alive 0: unload `name` now that its response is produced. Never throws.
-void unload_if_asked(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive);
+// As in Ollama, a request without keep_alive resets the model to the server's default.
+std::chrono::nanoseconds keep_alive_or_default(const api_context & ctx, std::optional<std::chrono::nanoseconds> keep_alive);
 
 // The whole answer to an empty prompt (generate) or empty messages (chat): load the model, or with
 // keep_alive 0 unload it; `reply` holds the shape's empty content field ("response" or "message").
-http_response load_or_unload(api_context & ctx, const std::string & name, std::optional<std::chrono::nanoseconds> keep_alive, json reply);
-
-// Applies keep_alive 0 when the handler's scope ends, however it ends.
-struct unload_guard {
-    api_context & ctx;
-    std::string name;
-    std::optional<std::chrono::nanoseconds> keep_alive;
-    ~unload_guard() { unload_if_asked(ctx, name, keep_alive); }
-};
+// `name` is the model as the client named it (echoed).
+http_response load_or_unload(api_context & ctx, const models::model_entry & entry, const std::string & name,
+                             std::optional<std::chrono::nanoseconds> keep_alive, json reply);
 
 http_response json_response(const json & body, int status = 200);
 // One NDJSON line.

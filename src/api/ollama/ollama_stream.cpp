@@ -1,32 +1,12 @@
 #include "api/ollama/ollama_stream.h"
 
-#include <random>
-
 #include "api/api_error.h"
-#include "api/generation_pump.h"
-#include "engine/chat_format.h"
+#include "api/stream_writer.h"
 #include "util/log.h"
 
 namespace rc::api::ollama {
 
 namespace {
-
-// The part of `now` beyond what was already sent, when `now` extends it; otherwise nothing (the
-// parser revised text it had shown, which cannot be taken back from the client).
-std::string extension(const std::string & now, std::string & sent) {
-    if (now.size() <= sent.size() || now.compare(0, sent.size(), sent) != 0) return {};
-    std::string d = now.substr(sent.size());
-    sent = now;
-    return d;
-}
-
-std::string new_tool_call_id() {
-    static thread_local std::mt19937_64 rng{std::random_device{}()};
-    static const char * chars = "abcdefghijklmnopqrstuvwxyz0123456789";
-    std::string id = "call_";
-    for (int i = 0; i < 8; ++i) id += chars[rng() % 36];
-    return id;
-}
 
 json bytes_of(const std::string & s) {
     json arr = json::array();
@@ -34,166 +14,148 @@ json bytes_of(const std::string & s) {
     return arr;
 }
 
-json head(const generation_job & job) { return json{{"model", job.model}, {"created_at", rfc3339_now()}}; }
-
-// The message object of a chat line; the whole reply carries thinking and tool calls too.
 json chat_message(const std::string & content, const std::string & thinking) {
     json m = {{"role", "assistant"}, {"content", content}};
     if (!thinking.empty()) m["thinking"] = thinking;
     return m;
 }
 
-json chunk(const generation_job & job, const output_delta & d) {
-    json c = head(job);
-    if (job.shape == reply_shape::chat) {
-        c["message"] = chat_message(d.content, d.thinking);
-    } else {
-        c["response"] = d.content;
-        if (!d.thinking.empty()) c["thinking"] = d.thinking;
+// One partial line: {"model", "created_at", "message"|"response"(, "thinking"), "done": false(, "logprobs")}.
+// Written as text around small dumps: the head is the same for every line of the stream.
+class line_writer {
+  public:
+    explicit line_writer(const reply_options & o) : shape_(o.shape), head_("{\"model\":" + dump(json(o.model)) + ",\"created_at\":\"") {}
+
+    std::string partial(const std::string & content, const std::string & thinking, const json * logprobs = nullptr,
+                        const json * tool_calls = nullptr) const {
+        std::string line = head_ + rfc3339_now() + "\",";
+        if (shape_ == reply_shape::chat) {
+            json m = chat_message(content, thinking);
+            if (tool_calls) m["tool_calls"] = *tool_calls;
+            line += "\"message\":" + dump(m);
+        } else {
+            line += "\"response\":" + dump(json(content));
+            if (!thinking.empty()) line += ",\"thinking\":" + dump(json(thinking));
+        }
+        line += ",\"done\":false";
+        if (logprobs) line += ",\"logprobs\":" + dump(*logprobs);
+        return line + "}\n";
     }
-    c["done"] = false;
-    return c;
-}
+    std::string keep_alive() const { return partial({}, {}); }
+
+  private:
+    reply_shape shape_;
+    std::string head_;
+};
+
+json head(const reply_options & o) { return json{{"model", o.model}, {"created_at", rfc3339_now()}}; }
 
 // done_reason, context (generate) and the timing fields, appended in Ollama's order.
-void add_final_fields(json & out, const generation_job & job, const engine::generation_event & done,
-                      const std::vector<llama_token> & generated) {
+void add_final_fields(json & out, const reply_options & o, const generation_session & s, engine::finish_reason finish,
+                      const engine::usage_stats & usage, const std::vector<llama_token> & generated) {
     out["done"] = true;
-    out["done_reason"] = done.finish == engine::finish_reason::length ? "length" : "stop";
-    if (job.shape == reply_shape::generate) {
+    out["done_reason"] = finish == engine::finish_reason::length ? "length" : "stop";
+    if (o.shape == reply_shape::generate) {
         json ctx = json::array();
-        for (llama_token t : job.prompt) ctx.push_back(t);
+        for (llama_token t : s.prompt_tokens(0)) ctx.push_back(t);
         for (llama_token t : generated) ctx.push_back(t);
         out["context"] = std::move(ctx);
     }
-    out["total_duration"] = ns_since(job.started);
-    out["load_duration"] = static_cast<long long>(job.load_time.count());
-    out["prompt_eval_count"] = done.usage.prompt_tokens;
-    out["prompt_eval_duration"] = ns_from_ms(done.usage.prompt_ms);
-    out["eval_count"] = done.usage.completion_tokens;
-    out["eval_duration"] = ns_from_ms(done.usage.generation_ms);
+    out["total_duration"] = ns_since(o.started);
+    out["load_duration"] = static_cast<long long>(s.load_time().count());
+    out["prompt_eval_count"] = usage.prompt_tokens;
+    out["prompt_eval_duration"] = ns_from_ms(usage.prompt_ms);
+    out["eval_count"] = usage.completion_tokens;
+    out["eval_duration"] = ns_from_ms(usage.generation_ms);
 }
 
-void collect_tokens(const engine::generation_event & ev, std::vector<llama_token> & generated) {
+void collect_tokens(const session_event & ev, std::vector<llama_token> & generated) {
     for (const auto & t : ev.tokens) generated.push_back(t.chosen.token);
 }
 
-http_response respond_whole(generation_job & job, const http_request & req) {
-    output_splitter split(job.parser);
+http_response respond_whole(generation_session & s, const reply_options & o, const http_request & req) {
     std::vector<llama_token> generated;
     std::vector<engine::token_choice> choices;
-    auto done = pump(*job.channel, req.client_gone ? [&] { return !req.client_gone(); } : std::function<bool()>(),
-                     [&](const engine::generation_event & ev) {
-                         split.feed(ev.text);
-                         collect_tokens(ev, generated);
-                         if (job.logprobs) choices.insert(choices.end(), ev.tokens.begin(), ev.tokens.end());
-                         return true;
-                     },
-                     *job.meter);
-    if (done.kind == engine::generation_event::type::error) raise_event_error(done.error_code, done.error_message);
-    split.finish();
-    const common_chat_msg & msg = split.message();
-    json out = head(job);
-    if (job.shape == reply_shape::chat) {
-        json m = chat_message(msg.content, msg.reasoning_content);
-        if (!msg.tool_calls.empty()) m["tool_calls"] = tool_calls_json(msg.tool_calls);
+    const common_chat_msg * msg = nullptr;
+    engine::finish_reason finish = engine::finish_reason::stop;
+    engine::usage_stats usage;
+    s.run_whole(req, [&](const session_event & ev) {
+        if (ev.kind == session_event::type::delta) {
+            collect_tokens(ev, generated);
+            if (o.logprobs) choices.insert(choices.end(), ev.tokens.begin(), ev.tokens.end());
+            return;
+        }
+        msg = ev.message;
+        finish = ev.finish;
+        usage = ev.usage;
+    });
+    json out = head(o);
+    if (o.shape == reply_shape::chat) {
+        json m = chat_message(msg->content, msg->reasoning_content);
+        if (!msg->tool_calls.empty()) m["tool_calls"] = tool_calls_json(msg->tool_calls);
         out["message"] = std::move(m);
     } else {
-        out["response"] = msg.content;
-        if (!msg.reasoning_content.empty()) out["thinking"] = msg.reasoning_content;
+        out["response"] = msg->content;
+        if (!msg->reasoning_content.empty()) out["thinking"] = msg->reasoning_content;
     }
-    add_final_fields(out, job, done, generated);
-    if (job.logprobs) out["logprobs"] = logprobs_json(choices);
+    add_final_fields(out, o, s, finish, usage, generated);
+    if (o.logprobs) out["logprobs"] = logprobs_json(choices);
     return json_response(out);
 }
 
-http_response respond_stream(std::shared_ptr<generation_job> job) {
-    http_response r;
-    r.content_type = "application/x-ndjson";
-    r.headers.push_back({"Cache-Control", "no-cache"});
-    r.stream = [job](stream_sink & sink) {
-        output_splitter split(job->parser);
+http_response respond_stream(std::shared_ptr<generation_session> s, reply_options o) {
+    auto lines = std::make_shared<line_writer>(o);
+    return streamed_response("application/x-ndjson", [lines] { return lines->keep_alive(); }, [s, o, lines](stream_writer & w) {
         std::vector<llama_token> generated;
-        // A line per event that shows something; logprobs travel with the event that produced them
-        // even while the parser holds its text back.
-        auto send = [&](const output_delta & d, const std::vector<engine::token_choice> & toks) {
-            bool with_logprobs = job->logprobs && !toks.empty();
-            if (d.empty() && !with_logprobs) return true;
-            json c = chunk(*job, d);
-            if (with_logprobs) c["logprobs"] = logprobs_json(toks);
-            return sink.write(ndjson(c));
-        };
-        bool alive = true;
-        auto done = pump(*job->channel, sink.alive, [&](const engine::generation_event & ev) {
+        const common_chat_msg * msg = nullptr;
+        engine::finish_reason finish = engine::finish_reason::stop;
+        engine::usage_stats usage;
+        auto ollama_error = [](const rc::error & e) { return stream_error(dialect::ollama, e); };
+        bool finished = s->run_stream(w, ollama_error, [&](const session_event & ev) {
+            if (ev.kind == session_event::type::done) {
+                msg = ev.message;
+                finish = ev.finish;
+                usage = ev.usage;
+                return true;
+            }
             collect_tokens(ev, generated);
-            alive = send(split.feed(ev.text), ev.tokens);
-            return alive;
-        }, *job->meter);
-        if (!alive) return;
-        if (done.kind == engine::generation_event::type::error) {
-            sink.write(ndjson(json{{"error", done.error_message}}));
-            return;
+            // A line per event that shows something; logprobs travel with the event that produced
+            // them even while the parser holds its text back.
+            bool with_logprobs = o.logprobs && !ev.tokens.empty();
+            if (ev.delta.content.empty() && ev.delta.reasoning.empty() && !with_logprobs) return true;
+            json lp = with_logprobs ? logprobs_json(ev.tokens) : json();
+            return w.write(lines->partial(ev.delta.content, ev.delta.reasoning, with_logprobs ? &lp : nullptr));
+        });
+        if (!finished || !msg) return;
+        if (o.shape == reply_shape::chat && !msg->tool_calls.empty()) {
+            json calls = tool_calls_json(msg->tool_calls);
+            if (!w.write(lines->partial({}, {}, nullptr, &calls))) return;
         }
-        if (!send(split.finish(), {})) return;
-        if (job->shape == reply_shape::chat && !split.message().tool_calls.empty()) {
-            json c = chunk(*job, {});
-            c["message"]["tool_calls"] = tool_calls_json(split.message().tool_calls);
-            if (!sink.write(ndjson(c))) return;
-        }
-        json last = chunk(*job, {});
-        last.erase("done");
-        add_final_fields(last, *job, done, generated);
-        sink.write(ndjson(last));
-    };
-    return r;
+        json last = head(o);
+        if (o.shape == reply_shape::chat) last["message"] = chat_message({}, {});
+        else last["response"] = "";
+        add_final_fields(last, o, *s, finish, usage, generated);
+        w.write(ndjson(last));
+    });
 }
 
 }  // namespace
 
-output_delta output_splitter::feed(const std::string & piece) {
-    if (!parser_) {
-        // Raw text needs no parse; appending keeps long replies linear.
-        msg_.role = "assistant";
-        msg_.content += piece;
-        return {piece, {}};
-    }
-    text_ += piece;
-    common_chat_msg next = engine::parse_chat_output(text_, true, *parser_);
-    if (next.empty()) return {};  // the parser holds back text that may still become markup
-    return advance(std::move(next));
-}
-
-output_delta output_splitter::finish() {
-    if (!parser_) return {};
-    return advance(engine::parse_chat_output(text_, false, *parser_));
-}
-
-output_delta output_splitter::advance(common_chat_msg next) {
-    output_delta d;
-    d.content = extension(next.content, sent_content_);
-    d.thinking = extension(next.reasoning_content, sent_thinking_);
-    msg_ = std::move(next);
-    return d;
-}
-
-generation_job::~generation_job() {
-    if (channel && !channel->finished()) channel->cancel();
-    if (ctx) unload_if_asked(*ctx, model, keep_alive);
-}
-
-http_response respond(const std::shared_ptr<generation_job> & job, bool stream, const http_request & req) {
-    return stream ? respond_stream(job) : respond_whole(*job, req);
+http_response respond(std::shared_ptr<generation_session> s, reply_options o, const http_request & req) {
+    return s->streaming() ? respond_stream(std::move(s), std::move(o)) : respond_whole(*s, o, req);
 }
 
 json tool_calls_json(const std::vector<common_chat_tool_call> & calls) {
     json out = json::array();
     for (size_t i = 0; i < calls.size(); ++i) {
         const auto & tc = calls[i];
-        json args = tc.arguments.empty() ? json::object() : json::parse(tc.arguments, nullptr, false);
+        // Model output, parsed under the request bounds: nothing deeper than a request may be reaches
+        // the (recursive) JSON writer.
+        json args = tc.arguments.empty() ? json::object() : parse_json_bounded(tc.arguments).value_or(json());
         if (!args.is_object()) {
             // Ollama's arguments are always an object; a model that wrote something else gets an empty
             // one rather than the OpenAI string shape.
-            rc::log::warn("ollama", "tool_arguments_not_object", {{"tool", tc.name}, {"arguments", tc.arguments}});
+            rc::log::warn("ollama", "tool_arguments_not_object", {{"tool", tc.name}, {"bytes", tc.arguments.size()}});
             args = json::object();
         }
         out.push_back({{"id", tc.id.empty() ? new_tool_call_id() : tc.id},

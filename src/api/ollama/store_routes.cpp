@@ -104,12 +104,23 @@ http_response pull(api_context & ctx, const http_request & req) {
     });
 }
 
+// A client's text quoted in an error: JSON-escaped and cut short, so no name makes a message huge.
+std::string quote_for_error(const std::string & text) {
+    constexpr size_t max_quote = 64;
+    std::string q = dump(json(text.size() > max_quote ? text.substr(0, max_quote) : text));
+    return text.size() > max_quote ? q + "…" : q;
+}
+
 // The model layers of a create: uploaded blobs named by `files` ({"file.gguf": "sha256:…"}), in
 // file-name order (split parts sort by their numbers).
 std::vector<store::layer> layers_from_files(store::model_store & st, const json & files) {
     if (!files.is_object() || files.empty()) bad_request("'files' must be an object of file name → blob digest", "files");
+    if (files.size() > store::manifest_limits::max_layers)
+        bad_request("'files' names " + std::to_string(files.size()) + " files (at most " + std::to_string(store::manifest_limits::max_layers) + ")", "files");
     std::vector<std::pair<std::string, std::string>> sorted;
     for (auto it = files.begin(); it != files.end(); ++it) {
+        if (!store::is_plain_filename(it.key()))
+            bad_request("'files' key " + quote_for_error(it.key()) + " must be a plain file name (no '/', '\\', '..' or control characters)", "files");
         if (!it.value().is_string()) bad_request("'files." + it.key() + "' must be a digest string", "files");
         sorted.emplace_back(it.key(), it.value().get<std::string>());
     }
@@ -119,13 +130,33 @@ std::vector<store::layer> layers_from_files(store::model_store & st, const json 
         auto d = store::blob_digest::parse(text);
         if (!d) bad_request("'files." + file + "': " + d.err().message, "files");
         auto size = st.blobs().size(*d);
-        if (!size) bad_request("blob " + text + " for '" + file + "' is not on the server: upload it first with POST /api/blobs/" + text, "files");
+        if (!size) bad_request("blob " + d->api() + " for '" + file + "' is not on the server: upload it first with POST /api/blobs/" + d->api(), "files");
         auto kind = file.find("mmproj") != std::string::npos ? store::layer_kind::projector : store::layer_kind::model;
         out.push_back({kind, *d, *size, file});
     }
     return out;
 }
 
+// The settings a create may set, checked against the store's limits before anything is written.
+void read_settings(const json & body, store::manifest & m) {
+    using L = store::manifest_limits;
+    auto bounded = [&](const char * key, size_t max) -> std::optional<std::string> {
+        auto v = opt_string(body, key);
+        if (v && v->size() > max)
+            bad_request(std::string("'") + key + "' is " + std::to_string(v->size()) + " bytes (at most " + std::to_string(max) + ")", key);
+        return v;
+    };
+    if (auto t = bounded("template", L::max_template_bytes)) m.template_text = *t;
+    if (auto s = bounded("system", L::max_system_bytes)) m.system = *s;
+    if (body.contains("parameters") && !body["parameters"].is_null()) {
+        if (auto st = store::validate_parameters(body["parameters"]); !st) bad_request(st.err().message, "parameters");
+        m.parameters = body["parameters"];
+    }
+}
+
+// Create is a transaction (models::commit_checked_model): the new model is built from blobs already
+// stored and checked beside the old one, which keeps serving until the new one has passed and
+// replaced it; a refused create changes no existing model.
 http_response create(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     const std::string text = model_field(body);
@@ -136,13 +167,15 @@ http_response create(api_context & ctx, const http_request & req) {
     const bool stream = opt_bool(body, "stream").value_or(true);
     auto & st = ctx.models.catalog().store();
 
+    store::manifest settings;
+    read_settings(body, settings);
     store::manifest m;
     m.source.kind = store::source_kind::create;
     if (body.contains("files") && !body["files"].is_null()) {
         m.layers = layers_from_files(st, body["files"]);
     } else if (auto from = opt_string(body, "from")) {
         auto src = ctx.models.catalog().find(*from);
-        if (!src) throw api_error(404, "model '" + *from + "' not found", "from");
+        if (!src) throw api_error(404, "model " + quote_for_error(*from) + " not found", "from");
         if (src->from_store) {
             auto rec = st.find(*from);
             if (!rec) raise(rec.err());
@@ -159,15 +192,12 @@ http_response create(api_context & ctx, const http_request & req) {
     }
     bool has_model = std::any_of(m.layers.begin(), m.layers.end(), [](const store::layer & l) { return l.kind == store::layer_kind::model; });
     if (!has_model) bad_request("no model GGUF among the files", "files");
-    if (auto t = opt_string(body, "template")) m.template_text = *t;
-    if (auto s = opt_string(body, "system")) m.system = *s;
-    if (body.contains("parameters") && !body["parameters"].is_null()) {
-        if (!body["parameters"].is_object()) bad_request("'parameters' must be an object", "parameters");
-        m.parameters = body["parameters"];
-    }
-    m.status = store::model_status::quarantined;
-    m.status_reason.clear();
+    if (settings.template_text) m.template_text = settings.template_text;
+    if (settings.system) m.system = settings.system;
+    if (body.contains("parameters") && !body["parameters"].is_null()) m.parameters = settings.parameters;
     m.created_at = {};
+    m.name = name.full();
+    if (auto s = store::check_writable(m); !s) bad_request(s.err().message);
 
     return run_with_progress(name.full(), stream, [&st, &ctx, name, m](const models::pull_progress_fn & progress, const std::atomic<bool> *) mutable -> status {
         auto report = [&](const std::string & s) {
@@ -180,12 +210,10 @@ http_response create(api_context & ctx, const http_request & req) {
         if (auto s = store::fill_from_gguf(m, st.blobs().path(first->digest)); !s)
             return make_error(errc::invalid_argument, "the model file is not a readable GGUF: " + s.err().message);
         for (const auto & l : m.layers) report("using existing layer " + l.digest.api());
-        report("writing manifest");
-        if (auto s = st.put(name, m); !s) return s.err();
-        ctx.models.unload(name.display());  // a replaced model must not keep serving its old weights
         report("checking model");
-        if (auto v = models::check_stored_model(st, name.full()); !v)
-            return make_error(errc::invalid_argument, "model " + name.display() + " failed its quarantine check and stays quarantined: " + v.err().message);
+        if (auto v = models::commit_checked_model(st, name, m); !v) return v.err();
+        report("writing manifest");
+        ctx.models.unload(name.display());  // the replaced model must not keep serving its old weights
         return {};
     });
 }
@@ -206,10 +234,14 @@ http_response remove(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     const std::string text = model_field(body);
     auto entry = ctx.models.catalog().find(text);
-    if (!entry) throw api_error(404, "model '" + text + "' not found", "model");
-    if (!entry->from_store) bad_request("'" + text + "' is a loose GGUF file; delete it from the models directory yourself", "model");
-    ctx.models.unload(entry->name);
-    if (auto s = ctx.models.catalog().store().remove(text); !s) raise(s.err());
+    if (entry && !entry->from_store) bad_request("'" + entry->name + "' is a loose GGUF file; delete it from the models directory yourself", "model");
+    if (entry) ctx.models.unload(entry->name);
+    // Without a catalog entry the store may still hold a manifest it cannot read (damaged, too
+    // large, from a newer build): deleting it is how the user gets rid of it.
+    auto s = ctx.models.catalog().store().remove(text);
+    if (!s && (s.err().code == errc::not_found || s.err().code == errc::invalid_argument))
+        throw api_error(404, "model " + quote_for_error(text) + " not found", "model");
+    if (!s) raise(s.err());
     return json_response(json::object());
 }
 

@@ -4,6 +4,7 @@
 #include "api/api_error.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
+#include "util/safe_quote.h"
 
 namespace rc::api::openai {
 
@@ -29,8 +30,11 @@ std::vector<route> models_routes(api_context & ctx) {
          }},
         {"GET", "/v1/models/:id",
          [&ctx](const http_request & req) {
-             auto e = ctx.models.catalog().find(req.path_params.at("id"));
+             const std::string & id = req.path_params.at("id");
+             auto e = ctx.models.catalog().find(id);
              if (!e) raise(e.err());
+             // A quarantined or failed model is not offered by the list, so it is not found here either.
+             if (!e->servable()) throw api_error(404, "model " + safe_quote(id) + " not found");
              http_response r;
              r.body = dump(model_json(e.value()));
              return r;

@@ -1,15 +1,28 @@
 #include "api/openai/openai_common.h"
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <random>
 
 #include "api/api_error.h"
+#include "util/safe_quote.h"
 
 namespace rc::api::openai {
 
-void read_generation_params(const json & body, const api_context & ctx, const llama::model & m,
-                            engine::generation_request & req) {
+namespace {
+
+// A logit_bias key as a token id: decimal digits only, below 2^31 (no wrap-around to a small id).
+std::optional<llama_token> token_key(const std::string & key) {
+    long long v = -1;
+    auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), v);
+    if (key.empty() || ec != std::errc() || end != key.data() + key.size() || v < 0 || v > 0x7fffffffLL) return std::nullopt;
+    return static_cast<llama_token>(v);
+}
+
+}  // namespace
+
+void read_sampling(const json & body, engine::generation_request & req) {
     auto & s = req.sampling;
     if (auto v = opt_number(body, "temperature", 0, 2)) s.temperature = static_cast<float>(*v);
     if (auto v = opt_number(body, "top_p", 0, 1)) s.top_p = static_cast<float>(*v);
@@ -23,29 +36,45 @@ void read_generation_params(const json & body, const api_context & ctx, const ll
     if (auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) bad_request("'logit_bias' must be an object of token id → bias", "logit_bias");
         for (const auto & [key, val] : it->items()) {
-            char * end = nullptr;
-            long tok = std::strtol(key.c_str(), &end, 10);
-            if (key.empty() || *end != '\0' || !m.valid_token(static_cast<llama_token>(tok)))
-                bad_request("'logit_bias' key '" + key + "' is not a token id of this model", "logit_bias");
+            auto tok = token_key(key);
+            if (!tok) bad_request("'logit_bias' key " + safe_quote(key) + " is not a token id", "logit_bias");
             if (!val.is_number() || !std::isfinite(val.get<double>()) || std::fabs(val.get<double>()) > 100)
                 bad_request("'logit_bias' values must be numbers between -100 and 100", "logit_bias");
             double b = val.get<double>();
-            s.logit_bias.emplace_back(static_cast<llama_token>(tok), b <= -100 ? -INFINITY : static_cast<float>(b));
+            s.logit_bias.emplace_back(*tok, b <= -100 ? -INFINITY : static_cast<float>(b));
         }
     }
     req.stop = opt_string_list(body, "stop", 16);
     for (const auto & st : req.stop) {
         if (st.empty()) bad_request("'stop' strings must not be empty", "stop");
     }
-    auto max_tokens = opt_int(body, "max_completion_tokens", 0, ctx.opts.max_tokens_cap);
-    if (!max_tokens) max_tokens = opt_int(body, "max_tokens", 0, ctx.opts.max_tokens_cap);
-    if (max_tokens && *max_tokens == 0) bad_request("'max_tokens' must be at least 1", "max_tokens");
-    req.max_tokens = max_tokens ? static_cast<int>(*max_tokens) : ctx.opts.default_max_tokens;
-    if (req.max_tokens < 0 && ctx.opts.max_tokens_cap > 0) req.max_tokens = ctx.opts.max_tokens_cap;
     if (auto v = opt_string(body, "cache_salt")) req.cache_salt = *v;
 }
 
+int read_max_tokens(const json & body, const api_context & ctx, std::initializer_list<const char *> fields) {
+    for (const char * f : fields) {
+        auto v = opt_int(body, f, 0, ctx.opts.max_tokens_cap);
+        if (!v) continue;
+        if (*v == 0) bad_request(std::string("'") + f + "' must be at least 1", f);
+        return static_cast<int>(*v);
+    }
+    int n = ctx.opts.default_max_tokens;
+    if (n < 0 && ctx.opts.max_tokens_cap > 0) n = ctx.opts.max_tokens_cap;
+    return n;
+}
+
 int read_n(const json & body) { return static_cast<int>(opt_int(body, "n", 1, 16).value_or(1)); }
+
+bool read_include_usage(const json & body) {
+    auto it = body.find("stream_options");
+    if (it == body.end() || it->is_null()) return false;
+    if (!it->is_object()) bad_request("'stream_options' must be an object", "stream_options");
+    try {
+        return opt_bool(*it, "include_usage").value_or(false);
+    } catch (const api_error &) {
+        bad_request("'stream_options.include_usage' must be a boolean", "stream_options");
+    }
+}
 
 json usage_json(const engine::usage_stats & u) {
     return json{{"prompt_tokens", u.prompt_tokens},
@@ -83,11 +112,23 @@ long long unix_now() {
 
 std::string sse(const json & j) { return "data: " + dump(j) + "\n\n"; }
 
-std::shared_ptr<engine::engine> acquire_model(api_context & ctx, const json & body) {
-    std::string name = require_string(body, "model");
-    auto e = ctx.models.acquire(name);
-    if (!e) raise(e.err());
-    return e.value();
+chunk_framing::chunk_framing(const std::string & id, const char * object, long long created, const std::string & model, bool fingerprint) {
+    // The same keys, in the same order, as the whole JSON object would have.
+    head_ = "data: {\"id\":" + dump(json(id)) + ",\"object\":\"" + object + "\",\"created\":" + std::to_string(created) +
+            ",\"model\":" + dump(json(model)) + (fingerprint ? ",\"system_fingerprint\":\"rustycage\"" : "") + ",\"choices\":[";
+}
+
+std::string chunk_framing::choice(const json & c) const {
+    std::string out = head_;
+    out += dump(c);
+    out += "]}\n\n";
+    return out;
+}
+
+std::string chunk_framing::end(const json * usage) const {
+    std::string out;
+    if (usage) out = head_ + "],\"usage\":" + dump(*usage) + "}\n\n";
+    return out + "data: [DONE]\n\n";
 }
 
 }  // namespace rc::api::openai

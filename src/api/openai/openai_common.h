@@ -1,21 +1,29 @@
 #pragma once
-// Pieces shared by the OpenAI routes: request fields → engine request, usage and logprobs objects,
-// ids, SSE framing.
+// Pieces shared by the OpenAI routes: request fields → the session's input, usage and logprobs
+// objects, ids, and the SSE framing of chunk streams.
+#include <initializer_list>
 #include <string>
 
 #include "api/api_context.h"
 #include "api/json_fields.h"
-#include "engine/engine.h"
+#include "engine/request.h"
 
 namespace rc::api::openai {
 
-// Reads temperature, top_p, seed, penalties, logit_bias, stop, max_tokens / max_completion_tokens,
-// plus llama.cpp extensions (top_k, min_p, typical_p, repeat_penalty) into `req`.
-void read_generation_params(const json & body, const api_context & ctx, const llama::model & m,
-                            engine::generation_request & req);
+// Reads temperature, top_p, seed, penalties, logit_bias, stop, cache_salt, plus llama.cpp's
+// extensions (top_k, min_p, typical_p, repeat_penalty) into `req`. logit_bias keys must be token
+// ids (integers below 2^31; the vocabulary is the session's check).
+void read_sampling(const json & body, engine::generation_request & req);
+
+// The first of `fields` present (max_completion_tokens before max_tokens; max_output_tokens for
+// Responses) within 1..the server's cap; absent: the server's default. 400 naming that field.
+int read_max_tokens(const json & body, const api_context & ctx, std::initializer_list<const char *> fields);
 
 // 1..16 choices per request.
 int read_n(const json & body);
+
+// stream_options.include_usage; 400 when stream_options is not an object or the flag not a bool.
+bool read_include_usage(const json & body);
 
 json usage_json(const engine::usage_stats & u);
 // OpenAI chat logprobs entry for one token: {token, logprob, bytes, top_logprobs}.
@@ -26,8 +34,20 @@ long long unix_now();
 
 // One SSE event: "data: <json>\n\n".
 std::string sse(const json & j);
+// An SSE comment: what a quiet stream sends to show it is alive (clients skip it).
+inline std::string sse_keep_alive() { return ": keep-alive\n\n"; }
 
-// The engine for body["model"]; 400 when absent, 404 when unknown, loads when not loaded.
-std::shared_ptr<engine::engine> acquire_model(api_context & ctx, const json & body);
+// The chunks of one chat.completion.chunk / text_completion stream share everything but their
+// choices: the head is written once, so a chunk costs one small dump.
+class chunk_framing {
+  public:
+    chunk_framing(const std::string & id, const char * object, long long created, const std::string & model, bool fingerprint);
+    std::string choice(const json & c) const;      // data: {..., "choices":[c]}
+    // The stream's end: with `usage`, a chunk {..., "choices":[], "usage":usage}; then data: [DONE].
+    std::string end(const json * usage) const;
+
+  private:
+    std::string head_;  // `data: {"id":…,"choices":[`
+};
 
 }  // namespace rc::api::openai

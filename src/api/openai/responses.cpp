@@ -1,238 +1,230 @@
-// POST /v1/responses — OpenAI's Responses API, stateless (no `previous_response_id` storage): the
-// request is translated into a chat completion (the one internal path to the engine) and the result
-// back into a `response` object, or, streamed, into Responses events (`response.created`, …,
-// `response.output_text.delta`, …, `response.completed`), each with a sequence_number.
-#include <sstream>
-
+// POST /v1/responses — OpenAI's Responses API, stateless (no `previous_response_id` storage). The
+// body is read into a generation_input in its own terms (errors name `input[2].content`,
+// `max_output_tokens`, `text.format`), and the session's events become a `response` object or,
+// streamed, Responses events (`response.created`, …, `response.output_text.delta`, …,
+// `response.completed`), each with a sequence_number. An error once streaming has begun ends the
+// stream with `response.failed`.
 #include "api/api_error.h"
+#include "api/chat_messages.h"
+#include "api/generation_session.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
+#include "api/openai/responses_stream.h"
+#include "api/stream_writer.h"
+#include "util/safe_quote.h"
 
 namespace rc::api::openai {
 
 namespace {
 
-std::string content_text(const json & content, const char * where) {
+std::string at(const std::string & field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
+
+// The string `key` of `obj`, or `fallback` when absent; 400 naming `where.key` on another type.
+std::string string_field(const json & obj, const char * key, const std::string & where, const std::string & fallback = {}) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return fallback;
+    if (!it->is_string()) bad_request(where + "." + key + " must be a string", "input");
+    return it->get<std::string>();
+}
+
+std::string content_text(const json & content, const std::string & where) {
     if (content.is_string()) return content.get<std::string>();
-    if (!content.is_array()) bad_request(std::string(where) + " content must be a string or an array of parts", "input");
+    if (!content.is_array()) bad_request(where + " must be a string or an array of content parts", "input");
     std::string text;
-    for (const auto & part : content) {
-        std::string type = part.is_object() ? part.value("type", "") : "";
-        if (type != "input_text" && type != "output_text" && type != "text") {
-            bad_request(std::string(where) + " content parts must be input_text or output_text (got '" + type + "')", "input");
-        }
-        text += part.value("text", "");
+    for (size_t i = 0; i < content.size(); ++i) {
+        const json & part = content[i];
+        const std::string here = at(where, i);
+        if (!part.is_object()) bad_request(here + " must be an object", "input");
+        std::string type = string_field(part, "type", here);
+        if (type != "input_text" && type != "output_text" && type != "text")
+            bad_request(here + ".type must be input_text or output_text (got " + safe_quote(type) + ")", "input");
+        text += string_field(part, "text", here);
     }
     return text;
 }
 
-// Responses `input` items → chat `messages`.
-json chat_messages(const json & body) {
-    json messages = json::array();
-    if (auto instructions = opt_string(body, "instructions")) messages.push_back({{"role", "system"}, {"content", *instructions}});
+common_chat_msg message(const std::string & role, std::string content) {
+    common_chat_msg m;
+    m.role = role;
+    m.content = std::move(content);
+    return m;
+}
+
+// `instructions` and `input` (a string, or message / function_call / function_call_output items).
+std::vector<common_chat_msg> read_messages(const json & body) {
+    std::vector<common_chat_msg> out;
+    if (auto instructions = opt_string(body, "instructions")) out.push_back(message("system", *instructions));
     auto it = body.find("input");
     if (it == body.end() || it->is_null()) bad_request("'input' is required", "input");
     if (it->is_string()) {
-        messages.push_back({{"role", "user"}, {"content", it->get<std::string>()}});
-        return messages;
+        out.push_back(message("user", it->get<std::string>()));
+        return out;
     }
     if (!it->is_array() || it->empty()) bad_request("'input' must be a string or a non-empty array of items", "input");
-    for (const auto & item : *it) {
-        if (!item.is_object()) bad_request("'input' items must be objects", "input");
-        std::string type = item.value("type", item.contains("role") ? "message" : "");
+    if (it->size() > max_chat_messages)
+        bad_request("'input' has " + std::to_string(it->size()) + " items; at most " + std::to_string(max_chat_messages) + " are accepted", "input");
+    for (size_t i = 0; i < it->size(); ++i) {
+        const json & item = (*it)[i];
+        const std::string where = at("input", i);
+        if (!item.is_object()) bad_request(where + " must be an object", "input");
+        std::string type = string_field(item, "type", where, item.contains("role") ? "message" : "");
         if (type == "message") {
-            std::string role = item.value("role", "");
-            messages.push_back({{"role", role}, {"content", content_text(item.value("content", json()), "message")}});
+            std::string role = string_field(item, "role", where);
+            if (role == "developer") role = "system";
+            if (role != "system" && role != "user" && role != "assistant")
+                bad_request(where + ".role must be system, developer, user or assistant (got " + safe_quote(role) + ")", "input");
+            auto content = item.find("content");
+            out.push_back(message(role, content == item.end() || content->is_null() ? std::string() : content_text(*content, where + ".content")));
         } else if (type == "function_call") {
-            json call = {{"id", item.value("call_id", "")}, {"type", "function"},
-                         {"function", {{"name", item.value("name", "")}, {"arguments", item.value("arguments", "{}")}}}};
-            messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});
+            common_chat_tool_call call;
+            call.id = string_field(item, "call_id", where);
+            call.name = string_field(item, "name", where);
+            if (call.name.empty()) bad_request(where + ".name is required", "input");
+            call.arguments = string_field(item, "arguments", where, "{}");
+            common_chat_msg m = message("assistant", "");
+            m.tool_calls.push_back(std::move(call));
+            out.push_back(std::move(m));
         } else if (type == "function_call_output") {
-            json output = item.value("output", json(""));
-            messages.push_back({{"role", "tool"}, {"tool_call_id", item.value("call_id", "")},
-                                {"content", output.is_string() ? output.get<std::string>() : dump(output)}});
+            common_chat_msg m;
+            m.role = "tool";
+            m.tool_call_id = string_field(item, "call_id", where);
+            auto output = item.find("output");
+            m.content = output == item.end() || output->is_null() ? std::string() : output->is_string() ? output->get<std::string>() : dump(*output);
+            out.push_back(std::move(m));
         } else {
-            bad_request("'input' item type '" + type + "' is not supported", "input");
+            bad_request(where + ".type " + safe_quote(type) + " is not supported (message, function_call, function_call_output)", "input");
         }
     }
-    return messages;
+    return out;
 }
 
-json chat_body(const json & body) {
-    json chat = {{"model", require_string(body, "model")}, {"messages", chat_messages(body)}};
-    for (const char * key : {"temperature", "top_p", "seed", "parallel_tool_calls", "top_k", "min_p"}) {
-        if (body.contains(key)) chat[key] = body[key];
+// Responses tools are flat: {type:"function", name, description, parameters}.
+std::vector<common_chat_tool> read_tools(const json & body) {
+    std::vector<common_chat_tool> out;
+    auto it = body.find("tools");
+    if (it == body.end() || it->is_null()) return out;
+    if (!it->is_array()) bad_request("'tools' must be an array", "tools");
+    for (size_t i = 0; i < it->size(); ++i) {
+        const json & t = (*it)[i];
+        const std::string where = at("tools", i);
+        if (!t.is_object()) bad_request(where + " must be an object", "tools");
+        if (opt_string(t, "type").value_or("") != "function") bad_request(where + ": only function tools are supported", "tools");
+        common_chat_tool tool;
+        tool.name = opt_string(t, "name").value_or("");
+        if (tool.name.empty()) bad_request(where + ".name is required", "tools");
+        tool.description = opt_string(t, "description").value_or("");
+        auto params = t.find("parameters");
+        if (params != t.end() && !params->is_null() && !params->is_object()) bad_request(where + ".parameters must be an object", "tools");
+        tool.parameters = params == t.end() || params->is_null() ? "{}" : dump(*params);
+        out.push_back(std::move(tool));
     }
-    if (body.contains("max_output_tokens")) chat["max_tokens"] = body["max_output_tokens"];
-    if (auto it = body.find("tools"); it != body.end() && it->is_array()) {
-        json tools = json::array();
-        for (const auto & t : *it) {  // Responses tools are flat: {type, name, description, parameters}
-            if (t.value("type", "") != "function") bad_request("only function tools are supported", "tools");
-            tools.push_back({{"type", "function"},
-                             {"function", {{"name", t.value("name", "")}, {"description", t.value("description", "")},
-                                           {"parameters", t.value("parameters", json::object())}}}});
-        }
-        chat["tools"] = tools;
+    return out;
+}
+
+void read_tool_choice(const json & body, engine::chat_input & in) {
+    auto it = body.find("tool_choice");
+    if (it == body.end() || it->is_null()) return;
+    if (it->is_string()) {
+        std::string c = it->get<std::string>();
+        if (c != "auto" && c != "none" && c != "required") bad_request("'tool_choice' must be auto, none, required or an object", "tool_choice");
+        if (c == "required" && in.tools.empty()) bad_request("'tool_choice' is required but 'tools' is empty: there is no tool to call", "tool_choice");
+        in.tool_choice = common_chat_tool_choice_parse_oaicompat(c);
+        return;
     }
-    if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null()) {
-        chat["tool_choice"] = it->is_object() && it->contains("name")
-                                  ? json{{"type", "function"}, {"function", {{"name", (*it)["name"]}}}}
-                                  : *it;
+    if (!it->is_object()) bad_request("'tool_choice' must be a string or an object", "tool_choice");
+    // {"type":"function","name":"x"}: only that tool, and it must be called.
+    auto name = opt_string(*it, "name");
+    if (!name || name->empty()) bad_request("'tool_choice.name' is required", "tool_choice");
+    std::erase_if(in.tools, [&](const common_chat_tool & t) { return t.name != *name; });
+    if (in.tools.empty()) bad_request("'tool_choice' names a tool that is not in 'tools': " + safe_quote(*name), "tool_choice");
+    in.tool_choice = COMMON_CHAT_TOOL_CHOICE_REQUIRED;
+}
+
+// text.format: {type: text | json_object | json_schema, name, schema}.
+void read_text_format(const json & body, engine::chat_input & in) {
+    auto text = body.find("text");
+    if (text == body.end() || text->is_null()) return;
+    if (!text->is_object()) bad_request("'text' must be an object", "text");
+    auto f = text->find("format");
+    if (f == text->end() || f->is_null()) return;
+    if (!f->is_object()) bad_request("'text.format' must be an object", "text.format");
+    std::string type;
+    try {
+        type = opt_string(*f, "type").value_or("text");
+    } catch (const api_error &) {
+        bad_request("'text.format.type' must be a string", "text.format");
     }
-    if (auto it = body.find("text"); it != body.end() && it->is_object() && it->contains("format")) {
-        const json & f = (*it)["format"];
-        std::string type = f.value("type", "text");
-        if (type == "json_schema") chat["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", f.value("name", "output")}, {"schema", f.value("schema", json::object())}}}};
-        else if (type == "json_object") chat["response_format"] = {{"type", "json_object"}};
-        else if (type != "text") bad_request("'text.format.type' must be text, json_object or json_schema", "text");
+    if (type == "json_object") {
+        in.json_schema = R"({"type":"object"})";
+    } else if (type == "json_schema") {
+        auto schema = f->find("schema");
+        if (schema != f->end() && !schema->is_null() && !schema->is_object()) bad_request("'text.format.schema' must be an object", "text.format");
+        in.json_schema = schema == f->end() || schema->is_null() ? "{}" : dump(*schema);
+    } else if (type != "text") {
+        bad_request("'text.format.type' must be text, json_object or json_schema", "text.format");
     }
-    return chat;
 }
 
-json usage_of(const json & chat_usage) {
-    int in = chat_usage.value("prompt_tokens", 0), out = chat_usage.value("completion_tokens", 0);
-    return {{"input_tokens", in}, {"input_tokens_details", {{"cached_tokens", chat_usage.value("/prompt_tokens_details/cached_tokens"_json_pointer, 0)}}},
-            {"output_tokens", out}, {"output_tokens_details", {{"reasoning_tokens", 0}}}, {"total_tokens", in + out}};
-}
-
-json message_item(const std::string & id, const std::string & text) {
-    return {{"type", "message"}, {"id", id}, {"status", "completed"}, {"role", "assistant"},
-            {"content", json::array({{{"type", "output_text"}, {"text", text}, {"annotations", json::array()}}})}};
-}
-
-json function_item(const json & call) {
-    return {{"type", "function_call"}, {"id", make_id("fc")}, {"call_id", call["id"]}, {"name", call["function"]["name"]},
-            {"arguments", call["function"]["arguments"]}, {"status", "completed"}};
-}
-
-json response_object(const std::string & id, const json & body, const std::string & status, json output, json usage) {
-    json r = {{"id", id}, {"object", "response"}, {"created_at", unix_now()}, {"status", status}, {"model", body.value("model", "")},
-              {"output", std::move(output)}, {"parallel_tool_calls", body.value("parallel_tool_calls", true)},
-              {"tool_choice", body.value("tool_choice", json("auto"))}, {"tools", body.value("tools", json::array())},
-              {"usage", std::move(usage)}, {"error", nullptr}};
-    r["incomplete_details"] = status == "incomplete" ? json{{"reason", "max_output_tokens"}} : json(nullptr);
-    if (body.contains("instructions")) r["instructions"] = body["instructions"];
-    return r;
-}
-
-http_response whole(const json & body, const http_response & chat) {
-    if (chat.status != 200) return chat;
-    json c = json::parse(chat.body);
-    const json & choice = c["choices"][0];
-    json output = json::array();
-    std::string text = choice["message"]["content"].is_string() ? choice["message"]["content"].get<std::string>() : "";
-    if (!text.empty() || !choice["message"].contains("tool_calls")) output.push_back(message_item(make_id("msg"), text));
-    for (const auto & call : choice["message"].value("tool_calls", json::array())) output.push_back(function_item(call));
-    std::string status = choice["finish_reason"] == "length" ? "incomplete" : "completed";
+http_response respond_whole(generation_session & s, const response_echo & echo, const http_request & req) {
+    json out;
+    s.run_whole(req, [&](const session_event & ev) {
+        if (ev.kind == session_event::type::done) out = response_json(echo, ev.finish, *ev.message, ev.usage);
+    });
     http_response r;
-    r.body = dump(response_object(make_id("resp"), body, status, output, usage_of(c["usage"])));
+    r.body = dump(out);
     return r;
 }
 
-// Re-frames the chat SSE stream as Responses events.
-http_response streamed(const json & body, http_response chat) {
-    if (chat.status != 200 || !chat.stream) return chat;
-    http_response r;
-    r.content_type = "text/event-stream";
-    r.headers.push_back({"Cache-Control", "no-cache"});
-    r.stream = [body, inner = chat.stream](stream_sink & sink) {
-        const std::string id = make_id("resp"), msg_id = make_id("msg");
-        int seq = 0;
-        auto event = [&](const std::string & type, json data) {
-            data["type"] = type;
-            data["sequence_number"] = seq++;
-            return sink.write("event: " + type + "\ndata: " + dump(data) + "\n\n");
-        };
-        std::string text, pending, finish = "stop";
-        json calls = json::object(), usage = usage_of(json::object());
-        bool text_open = false;
-        event("response.created", {{"response", response_object(id, body, "in_progress", json::array(), nullptr)}});
-        event("response.in_progress", {{"response", response_object(id, body, "in_progress", json::array(), nullptr)}});
-        stream_sink relay;
-        relay.alive = sink.alive;
-        relay.write = [&](std::string_view chunk) {
-            pending.append(chunk);
-            size_t end;
-            while ((end = pending.find("\n\n")) != std::string::npos) {
-                std::string line = pending.substr(0, end);
-                pending.erase(0, end + 2);
-                if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
-                json c = json::parse(line.substr(6), nullptr, false);
-                if (c.is_discarded()) continue;
-                if (c.contains("usage") && c["usage"].is_object()) usage = usage_of(c["usage"]);
-                if (!c.contains("choices") || c["choices"].empty()) continue;
-                const json & ch = c["choices"][0];
-                if (ch.contains("finish_reason") && ch["finish_reason"].is_string()) finish = ch["finish_reason"];
-                const json & delta = ch.value("delta", json::object());
-                if (delta.contains("content") && delta["content"].is_string() && !delta["content"].get<std::string>().empty()) {
-                    if (!text_open) {
-                        json item = {{"type", "message"}, {"id", msg_id}, {"status", "in_progress"}, {"role", "assistant"}};
-                        item["content"] = json::array();
-                        json part = {{"type", "output_text"}, {"text", ""}};
-                        part["annotations"] = json::array();
-                        json added = {{"output_index", 0}};
-                        added["item"] = item;
-                        json part_added = {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}};
-                        part_added["part"] = part;
-                        event("response.output_item.added", added);
-                        event("response.content_part.added", part_added);
-                        text_open = true;
-                    }
-                    text += delta["content"].get<std::string>();
-                    if (!event("response.output_text.delta", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"delta", delta["content"]}})) return false;
-                }
-                for (const auto & tc : delta.value("tool_calls", json::array())) {
-                    std::string idx = std::to_string(tc.value("index", 0));
-                    json & call = calls[idx];
-                    if (tc.contains("id")) call["id"] = tc["id"];
-                    if (tc.contains("function") && tc["function"].contains("name")) call["function"]["name"] = tc["function"]["name"];
-                    call["function"]["arguments"] = call["function"].value("arguments", "") + tc["function"].value("arguments", "");
-                }
-            }
-            return sink.alive();
-        };
-        inner(relay);
-        if (!sink.alive()) return;
-        json output = json::array();
-        if (text_open || calls.empty()) {
-            event("response.output_text.done", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"text", text}});
-            json part_done = {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}};
-            part_done["part"] = message_item(msg_id, text)["content"][0];
-            event("response.content_part.done", part_done);
-            output.push_back(message_item(msg_id, text));
-            event("response.output_item.done", {{"output_index", 0}, {"item", output.back()}});
-        }
-        for (const auto & [idx, call] : calls.items()) {
-            output.push_back(function_item(call));
-            event("response.output_item.added", {{"output_index", output.size() - 1}, {"item", output.back()}});
-            event("response.function_call_arguments.done", {{"item_id", output.back()["id"]}, {"output_index", output.size() - 1}, {"arguments", call["function"]["arguments"]}});
-            event("response.output_item.done", {{"output_index", output.size() - 1}, {"item", output.back()}});
-        }
-        std::string status = finish == "length" ? "incomplete" : "completed";
-        event(status == "completed" ? "response.completed" : "response.incomplete", {{"response", response_object(id, body, status, output, usage)}});
-    };
-    return r;
+http_response respond_stream(std::shared_ptr<generation_session> s, response_echo echo) {
+    return streamed_response("text/event-stream", sse_keep_alive, [s, echo](stream_writer & w) {
+        responses_stream events(echo);
+        if (!w.write(events.start())) return;
+        // A failure once streaming is response.failed, never a response.completed.
+        auto failed = [&](const rc::error & e) { return events.fail(e); };
+        bool finished = s->run_stream(w, failed, [&](const session_event & ev) {
+            std::string bytes = events.on_event(ev);
+            return bytes.empty() || w.write(bytes);
+        });
+        if (finished) w.write(events.finish());
+    });
+}
+
+http_response handle(api_context & ctx, const http_request & req) {
+    json body = parse_body(req);
+    if (body.contains("previous_response_id") && !body["previous_response_id"].is_null())
+        bad_request("'previous_response_id' is not supported: this server keeps no response state; send the whole input", "previous_response_id");
+    generation_input in;
+    in.model = require_string(body, "model");
+    in.task = "responses";
+    in.prompt_field = "input";
+    in.schema_field = "text.format";
+    engine::chat_input chat;
+    chat.messages = read_messages(body);
+    chat.tools = read_tools(body);
+    read_tool_choice(body, chat);
+    chat.parallel_tool_calls = opt_bool(body, "parallel_tool_calls").value_or(true);
+    read_text_format(body, chat);
+    in.chat = std::move(chat);
+    read_sampling(body, in.params);
+    in.params.max_tokens = read_max_tokens(body, ctx, {"max_output_tokens"});
+    in.stream = opt_bool(body, "stream").value_or(false);
+
+    response_echo echo;
+    echo.model = in.model;
+    echo.instructions = opt_string(body, "instructions");
+    if (auto t = body.find("tools"); t != body.end() && !t->is_null()) echo.tools = *t;
+    if (auto c = body.find("tool_choice"); c != body.end() && !c->is_null()) echo.tool_choice = *c;
+    echo.parallel_tool_calls = in.chat->parallel_tool_calls;
+
+    const auto entry = find_model_entry(ctx, in.model);  // before `in` moves into the session
+    auto session = generation_session::start(ctx, entry, std::move(in));
+    return session->streaming() ? respond_stream(std::move(session), std::move(echo)) : respond_whole(*session, echo, req);
 }
 
 }  // namespace
 
 route responses_route(api_context & ctx) {
-    return {"POST", "/v1/responses", [&ctx](const http_request & req) {
-                json body = parse_body(req);
-                if (body.contains("previous_response_id") && !body["previous_response_id"].is_null())
-                    bad_request("'previous_response_id' is not supported: this server keeps no response state; send the whole input", "previous_response_id");
-                bool stream = opt_bool(body, "stream").value_or(false);
-                json chat = chat_body(body);
-                if (stream) {
-                    chat["stream"] = true;
-                    chat["stream_options"] = {{"include_usage", true}};
-                }
-                http_request inner = req;
-                inner.path = "/v1/chat/completions";
-                inner.body = dump(chat);
-                http_response r = chat_completions_route(ctx).handler(inner);
-                return stream ? streamed(body, std::move(r)) : whole(body, r);
-            }};
+    return {"POST", "/v1/responses", [&ctx](const http_request & req) { return handle(ctx, req); }};
 }
 
 }  // namespace rc::api::openai

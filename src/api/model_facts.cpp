@@ -1,16 +1,13 @@
-#include "api/ollama/model_facts.h"
-
-#include <chat.h>
+#include "api/model_facts.h"
 
 #include <chrono>
 #include <cstdio>
-#include <map>
-#include <mutex>
 
+#include "api/chat_output.h"
 #include "util/log.h"
 #include "util/sha256.h"
 
-namespace rc::api::ollama {
+namespace rc::api {
 
 namespace {
 
@@ -39,7 +36,7 @@ json scalar_json(const llama::gguf_scalar & v) {
 std::shared_ptr<const model_facts> read_facts(const models::model_entry & e) {
     auto md = llama::read_gguf_metadata(e.path.string());
     if (!md) {
-        rc::log::warn("ollama", "gguf_unreadable", {{"path", e.path.string()}, {"error", md.err().message}});
+        rc::log::warn("api", "gguf_unreadable", {{"path", e.path.string()}, {"error", md.err().message}});
         return nullptr;
     }
     auto f = std::make_shared<model_facts>();
@@ -70,24 +67,17 @@ std::shared_ptr<const model_facts> read_facts(const models::model_entry & e) {
 
 }  // namespace
 
-std::shared_ptr<const model_facts> facts_for(const models::model_entry & entry) {
-    struct cached {
-        uint64_t size;
-        std::chrono::system_clock::time_point modified;
-        std::shared_ptr<const model_facts> facts;
-    };
-    static std::mutex mutex;
-    static std::map<std::string, cached> cache;  // by path; a replaced file (new size/mtime) is re-read
+std::shared_ptr<const model_facts> model_facts_cache::get(const models::model_entry & entry) {
     const std::string key = entry.path.string();
     {
-        std::lock_guard lock(mutex);
-        auto it = cache.find(key);
-        if (it != cache.end() && it->second.size == entry.size_bytes && it->second.modified == entry.modified) return it->second.facts;
+        std::lock_guard lock(mutex_);
+        auto it = by_path_.find(key);
+        if (it != by_path_.end() && it->second.size == entry.size_bytes && it->second.modified == entry.modified) return it->second.facts;
     }
     auto facts = read_facts(entry);  // outside the lock: reading a header can take a while
     if (facts) {
-        std::lock_guard lock(mutex);
-        cache[key] = cached{entry.size_bytes, entry.modified, facts};
+        std::lock_guard lock(mutex_);
+        by_path_[key] = cached{entry.size_bytes, entry.modified, facts};
     }
     return facts;
 }
@@ -130,30 +120,4 @@ std::string human_number(uint64_t n) {
     return buf;
 }
 
-namespace {
-bool mentions_reasoning(const std::string & t) {
-    return t.find("<think>") != std::string::npos || t.find("reasoning_content") != std::string::npos;
-}
-}  // namespace
-
-bool template_supports_thinking(const std::string & chat_template) {
-    if (chat_template.empty()) return false;
-    if (mentions_reasoning(chat_template)) return true;
-    try {
-        auto tmpls = common_chat_templates_init(nullptr, chat_template);
-        return tmpls && common_chat_templates_support_enable_thinking(tmpls.get());
-    } catch (const std::exception &) {
-        return false;  // a template llama.cpp cannot parse cannot think either
-    }
-}
-
-bool model_supports_thinking(const llama::model & m) {
-    if (!m.templates()) return false;
-    try {
-        return mentions_reasoning(common_chat_templates_source(m.templates())) || common_chat_templates_support_enable_thinking(m.templates());
-    } catch (const std::exception &) {
-        return false;
-    }
-}
-
-}  // namespace rc::api::ollama
+}  // namespace rc::api

@@ -1,11 +1,16 @@
 #pragma once
-// Starts a real `rustycage serve` on free ports (port 0) in a temp models directory, reads the bound
-// ports from its "listening" line, and stops it (SIGTERM, then SIGKILL) when destroyed.
+// The one test server (every test that drives `rustycage serve` over HTTP uses it): a real
+// `rustycage serve` on free ports (port 0) in a temp models directory; it reads the bound ports from
+// the "listening" line and stops the server (SIGTERM, then SIGKILL) when destroyed. Waiting for the
+// server to reach a state is poll_until (support/poll.h), never a fixed sleep.
+//
+// Needs RC_RUSTYCAGE_BIN (the binary) defined by the test target.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +18,8 @@
 #include <regex>
 #include <string>
 #include <vector>
+
+#include "support/poll.h"
 
 extern char ** environ;
 
@@ -26,7 +33,11 @@ class server_process {
         std::filesystem::create_directories(dir_ / "models");
         for (const auto & [name, src] : models) std::filesystem::create_symlink(src, dir_ / "models" / (name + ".gguf"));
         std::vector<std::string> args = {RC_RUSTYCAGE_BIN, "serve", "--openai-port", "0", "--ollama-port", "0",
-                                         "--models-dir", (dir_ / "models").string(), "--threads", "1", "--ctx-size", "4096"};
+                                         "--models-dir", (dir_ / "models").string()};
+        // Defaults a test may override in `extra_args`.
+        for (const auto & [flag, value] : {std::pair<const char *, const char *>{"--threads", "1"}, {"--ctx-size", "4096"}}) {
+            if (std::find(extra_args.begin(), extra_args.end(), flag) == extra_args.end()) args.insert(args.end(), {flag, value});
+        }
         args.insert(args.end(), extra_args.begin(), extra_args.end());
         start(args);
     }
@@ -38,6 +49,7 @@ class server_process {
     }
 
     bool started() const { return openai_port_ > 0; }
+    pid_t pid() const { return pid_; }
     int openai_port() const { return openai_port_; }
     int ollama_port() const { return ollama_port_; }
     const std::filesystem::path & dir() const { return dir_; }
@@ -103,16 +115,5 @@ class server_process {
     int ollama_port_ = -1;
     int exit_code_ = -1;
 };
-
-// Polls `pred` every 10 ms for up to `deadline` (no fixed sleeps in tests).
-template <typename F>
-bool eventually_true(F pred, std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
-    auto until = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < until) {
-        if (pred()) return true;
-        usleep(10000);
-    }
-    return pred();
-}
 
 }  // namespace rc::test

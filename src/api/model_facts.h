@@ -1,8 +1,12 @@
 #pragma once
-// What Ollama's listings say about a model file — details, digest, capabilities, model_info, chat
-// template — read from the GGUF header without loading weights, so /api/tags and /api/show work for
-// models that are not loaded. Cached per (path, size, mtime); thread-safe.
+// What the listings say about a model file — details, digest, capabilities, model_info, chat
+// template — read from the GGUF header without loading weights, so /api/tags, /api/show and /api/ps
+// work for models that are not loaded. The cache lives in the api_context (one per server) and
+// keeps an entry per file path, re-read when the file's size or mtime changes; thread-safe.
+#include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,7 +15,7 @@
 #include "llama/model.h"
 #include "models/local_catalog.h"
 
-namespace rc::api::ollama {
+namespace rc::api {
 
 struct model_facts {
     llama::gguf_metadata metadata;
@@ -23,8 +27,20 @@ struct model_facts {
     json details;              // {parent_model, format, family, families, parameter_size, quantization_level}
 };
 
-// Facts of a catalog entry; nullptr (logged) when its header cannot be read.
-std::shared_ptr<const model_facts> facts_for(const models::model_entry & entry);
+class model_facts_cache {
+  public:
+    // Facts of a catalog entry; nullptr (logged) when its header cannot be read.
+    std::shared_ptr<const model_facts> get(const models::model_entry & entry);
+
+  private:
+    struct cached {
+        uint64_t size;
+        std::chrono::system_clock::time_point modified;
+        std::shared_ptr<const model_facts> facts;
+    };
+    std::mutex mutex_;
+    std::map<std::string, cached> by_path_;
+};
 
 // Every GGUF key except the chat template (it is /api/show's `template`); arrays too long to be
 // useful (token lists) are null. Adds general.parameter_count when the file lacks it. Sorted by key.
@@ -33,10 +49,4 @@ json model_info_json(const model_facts & f);
 // Ollama's format.HumanNumber: 39.72M, 1.5B, 7B, 137M, 22K.
 std::string human_number(uint64_t n);
 
-// Whether a chat template renders a thinking section: it takes enable_thinking, or it knows
-// <think> / reasoning_content (templates that always reason).
-bool template_supports_thinking(const std::string & chat_template);
-// The same for a loaded model's templates.
-bool model_supports_thinking(const llama::model & m);
-
-}  // namespace rc::api::ollama
+}  // namespace rc::api

@@ -1,0 +1,21 @@
+#pragma once
+// Facts about this build, fixed when it was compiled: what `rustycage version` prints. Generated into
+// the build dir from build_info.cpp.in by cmake/build_info.cmake.
+
+namespace rc::cli {
+
+struct build_info {
+    const char * version;          // VERSION at the root of the tree ("0.1.0", "0.2.0-rc.1")
+    const char * commit;           // full git commit of the tree, or "unknown"
+    bool dirty;                    // tracked files differed from that commit
+    const char * llama_commit;     // the pinned llama.cpp commit
+    const char * backend;          // cpu, cuda, vulkan, metal
+    const char * backend_loading;  // "static" (linked in) or "dynamic" (GGML_BACKEND_DL modules in lib/)
+    const char * compiler;         // "GNU 12.2.0"
+    const char * build_type;       // CMAKE_BUILD_TYPE
+    const char * build_date;       // YYYY-MM-DD, UTC (SOURCE_DATE_EPOCH when set)
+};
+
+const build_info & this_build();
+
+}  // namespace rc::cli

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `make release`: builds and packs the release artifacts of VERSION into dist/ (docs/RELEASING.md).
+#
+#   scripts/release.sh [--flavours auto|cpu,vulkan,cuda] [--out dist]
+#
+# dist/ then holds rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda}.tar.gz (each flavour built),
+# install.sh, LATEST (the version) and SHA256SUMS over all of them. `auto` is cpu and vulkan, plus
+# cuda when nvcc is found and CUDA_ARCHITECTURES is set (the full architecture list takes hours on
+# a small machine: `make release RELEASE_FLAVOURS=cpu,vulkan,cuda` builds it anyway).
+# The CPU artifact is built in a Debian bullseye root and must need nothing above GLIBC_2.31.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavours=auto
+out=dist
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --flavours) flavours=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        *) echo "usage: $0 [--flavours auto|cpu,vulkan,cuda] [--out DIR]" >&2; exit 2 ;;
+    esac
+done
+log() { echo "[release] $*" >&2; }
+die() { echo "[release] error: $*" >&2; exit 1; }
+
+CPU_GLIBC_MAX=2.31
+version=$(head -1 VERSION)
+echo "$version" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$' || die "VERSION '$version' is not MAJOR.MINOR.PATCH[-suffix]"
+grep -q "^## \[$version\]" CHANGELOG.md || log "warning: CHANGELOG.md has no '## [$version]' section yet (docs/RELEASING.md)"
+[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || log "warning: the tree has uncommitted changes: the artifacts say '<commit>-dirty'"
+
+if [ "$flavours" = auto ]; then
+    flavours=cpu,vulkan
+    if command -v nvcc >/dev/null && [ -n "${CUDA_ARCHITECTURES:-}" ]; then flavours+=,cuda; fi
+fi
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+mkdir -p "$out"
+# Only this version's artifacts stay in dist/ (older ones are build outputs, not archives).
+find "$out" -maxdepth 1 -name 'rustycage-*-linux-*.tar.gz' ! -name "rustycage-$version-linux-*" -delete
+
+IFS=, read -r -a list <<<"$flavours"
+for f in "${list[@]}"; do
+    log "=== $f"
+    start=$(date +%s)
+    built=$(scripts/release-build.sh "$f") || die "the $f build failed"
+    read -r build sysroot <<<"$built"
+    args=(--build "$build" --flavour "$f" --out "$out")
+    [ -z "$sysroot" ] || args+=(--sysroot "$sysroot")
+    [ "$f" != cuda ] || args+=(--lib-path "$(dirname "$(dirname "$(command -v nvcc)")")/lib64")
+    tarball=$(scripts/release-package.sh "${args[@]}")
+    max=""
+    [ "$f" != cpu ] || max=$CPU_GLIBC_MAX
+    scripts/release-check.sh --quiet ${max:+--max-glibc "$max"} "$tarball" >&2 || die "$tarball fails the ELF checks"
+    log "$tarball: $(du -h "$tarball" | cut -f1), built in $(( $(date +%s) - start ))s"
+done
+
+cp scripts/install.sh "$out/install.sh"
+echo "$version" >"$out/LATEST"
+(cd "$out" && sha256sum rustycage-"$version"-linux-*.tar.gz install.sh >SHA256SUMS)
+log "dist: $(cd "$out" && ls | tr '\n' ' ')"

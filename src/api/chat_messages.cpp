@@ -1,0 +1,63 @@
+#include "api/chat_messages.h"
+
+#include <json.h>
+
+#include "api/api_error.h"
+#include "api/generation_session.h"
+#include "util/safe_quote.h"
+
+namespace rc::api {
+
+namespace {
+
+// llama.cpp's parsers take its own JSON type; the body is already bounded (parse_body), so this
+// copy costs one dump of what the client sent.
+common_json to_common(const json & j) { return common_json::parse(dump(j)); }
+
+}  // namespace
+
+std::vector<common_chat_msg> read_chat_messages(const json & messages, const std::string & field) {
+    if (!messages.is_array()) bad_request("'" + field + "' must be an array", field);
+    if (messages.empty()) bad_request("'" + field + "' must not be empty", field);
+    if (messages.size() > max_chat_messages)
+        bad_request("'" + field + "' has " + std::to_string(messages.size()) + " messages; at most " + std::to_string(max_chat_messages) + " are accepted",
+                    field);
+    json copy = json::array();
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const auto & m = messages[i];
+        std::string where = field + "[" + std::to_string(i) + "]";
+        if (!m.is_object()) bad_request(where + " must be an object", field);
+        auto role = m.find("role");
+        if (role == m.end() || !role->is_string()) bad_request(where + ".role must be a string", field);
+        std::string r = role->get<std::string>();
+        if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool")
+            bad_request(where + ".role " + safe_quote(r) + " is not one of system, developer, user, assistant, tool", field);
+        auto content = m.find("content");
+        bool has_content = content != m.end() && !content->is_null();
+        if (has_content && !content->is_string() && !content->is_array())
+            bad_request(where + ".content must be a string or an array of content parts", field);
+        if (!has_content && !(r == "assistant" && m.contains("tool_calls"))) bad_request(where + ".content is required", field);
+        copy.push_back(m);
+        if (r == "developer") copy.back()["role"] = "system";
+    }
+    try {
+        return common_chat_msgs_parse_oaicompat(to_common(copy));
+    } catch (const std::exception & e) {
+        bad_request("'" + field + "': " + e.what(), field);
+    }
+}
+
+std::vector<common_chat_tool> read_chat_tools(const json & tools, const std::string & field) {
+    if (tools.is_null()) return {};
+    if (!tools.is_array()) bad_request("'" + field + "' must be an array", field);
+    for (size_t i = 0; i < tools.size(); ++i) {
+        if (!tools[i].is_object()) bad_request(field + "[" + std::to_string(i) + "] must be an object", field);
+    }
+    try {
+        return common_chat_tools_parse_oaicompat(to_common(tools));
+    } catch (const std::exception & e) {
+        bad_request("'" + field + "': " + e.what(), field);
+    }
+}
+
+}  // namespace rc::api

@@ -1,0 +1,129 @@
+#include "api/chat_output.h"
+
+#include <unicode.h>
+
+#include <random>
+
+#include "engine/chat_format.h"
+
+namespace rc::api {
+
+namespace {
+
+constexpr std::string_view replacement_char = "\xEF\xBF\xBD";  // U+FFFD
+
+// The part of `now` beyond what was already sent, when `now` extends it; otherwise nothing (the
+// parser revised text it had shown, which cannot be taken back from the client).
+std::string extension(const std::string & now, std::string & sent) {
+    if (now.size() <= sent.size() || now.compare(0, sent.size(), sent) != 0) return {};
+    std::string d = now.substr(sent.size());
+    sent = now;
+    return d;
+}
+
+}  // namespace
+
+void chat_output_parser::take(std::string_view piece, bool final) {
+    // Decoded with llama.cpp's own reader, the one the template's parser uses: what passes here
+    // passes there.
+    pending_.append(piece);
+    size_t i = 0;
+    while (i < pending_.size()) {
+        auto r = common_parse_utf8_codepoint(pending_, i);
+        if (r.status == utf8_parse_result::SUCCESS) {
+            text_.append(pending_, i, r.bytes_consumed);
+            i += r.bytes_consumed;
+        } else if (r.status == utf8_parse_result::INCOMPLETE) {
+            if (!final) break;  // the rest of the sequence is in the next piece
+            text_.append(replacement_char);  // the reply ended inside a code point: one U+FFFD for it
+            i = pending_.size();
+        } else {
+            text_.append(replacement_char);
+            ++i;
+        }
+    }
+    pending_.erase(0, i);
+}
+
+output_delta chat_output_parser::feed(std::string_view piece) {
+    if (!parser_) {
+        // Raw text needs no parse; appending keeps long replies linear.
+        msg_.content.append(piece);
+        output_delta d;
+        d.content.assign(piece);
+        return d;
+    }
+    take(piece, false);
+    common_chat_msg next = engine::parse_chat_output(text_, true, *parser_);
+    if (next.empty()) return {};  // the parser holds back text that may still become markup
+    return advance(std::move(next), false);
+}
+
+void chat_output_parser::append(std::string_view piece) {
+    if (!parser_) msg_.content.append(piece);
+    else take(piece, false);
+}
+
+output_delta chat_output_parser::finish() {
+    msg_.role = "assistant";
+    if (!parser_) return {};
+    take({}, true);
+    return advance(engine::parse_chat_output(text_, false, *parser_), true);
+}
+
+output_delta chat_output_parser::advance(common_chat_msg next, bool final) {
+    next.set_tool_call_ids(tool_ids_, new_tool_call_id);
+    output_delta d;
+    d.content = extension(next.content, sent_content_);
+    d.reasoning = extension(next.reasoning_content, sent_reasoning_);
+    for (size_t i = 0; i < next.tool_calls.size(); ++i) {
+        const auto & tc = next.tool_calls[i];
+        if (i == sent_arguments_.size()) {
+            // A partial parse may hold a name still growing: announce it once it cannot change.
+            bool settled = final || i + 1 < next.tool_calls.size() || !tc.arguments.empty();
+            if (!settled || tc.name.empty()) break;
+            sent_arguments_.emplace_back();
+            d.tool_calls.push_back({i, tc.id, tc.name, extension(tc.arguments, sent_arguments_.back())});
+        } else if (auto more = extension(tc.arguments, sent_arguments_[i]); !more.empty()) {
+            d.tool_calls.push_back({i, {}, {}, std::move(more)});
+        }
+    }
+    msg_ = std::move(next);
+    return d;
+}
+
+std::string new_tool_call_id() {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    static constexpr char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::string id = "call_";
+    for (int i = 0; i < 24; ++i) id += chars[rng() % 62];
+    return id;
+}
+
+namespace {
+bool mentions_reasoning(const std::string & t) {
+    return t.find("<think>") != std::string::npos || t.find("reasoning_content") != std::string::npos;
+}
+}  // namespace
+
+bool template_supports_thinking(const std::string & chat_template) {
+    if (chat_template.empty()) return false;
+    if (mentions_reasoning(chat_template)) return true;
+    try {
+        auto tmpls = common_chat_templates_init(nullptr, chat_template);
+        return tmpls && common_chat_templates_support_enable_thinking(tmpls.get());
+    } catch (const std::exception &) {
+        return false;  // a template llama.cpp cannot parse cannot think either
+    }
+}
+
+bool model_supports_thinking(const llama::model & m) {
+    if (!m.templates()) return false;
+    try {
+        return mentions_reasoning(common_chat_templates_source(m.templates())) || common_chat_templates_support_enable_thinking(m.templates());
+    } catch (const std::exception &) {
+        return false;
+    }
+}
+
+}  // namespace rc::api

@@ -1,0 +1,114 @@
+// Admission on the engine thread: swapped-out sequences resume first (oldest first), then new
+// requests in arrival order. A request is admitted when a sequence slot is free and the planner can
+// make room for its restore and first prefill chunk, plus a margin for the running sequences to
+// grow, without touching a running sequence; otherwise it waits at the front of the queue.
+#include <algorithm>
+
+#include "engine/engine_impl.h"
+#include "util/log.h"
+
+namespace rc::engine {
+
+int engine::impl::running_now() const {
+    int n = static_cast<int>(promoting.size());
+    for (const auto & s : active) n += s->live() ? 1 : 0;
+    return n;
+}
+
+std::unique_ptr<sequence> engine::impl::make_sequence(pending_request && p) {
+    auto & [req, ch] = p;
+    auto s = std::make_unique<sequence>();
+    s->submitted = steady::now();
+    if (req.kind == request_kind::generate) {
+        auto smp = take_sampler(*model, req.sampling, req.grammar);  // built by submit(), off this thread
+        if (!smp) {
+            send_error(*ch, smp.err().code, smp.err().message);
+            ++failed;
+            return nullptr;
+        }
+        s->sampler = std::move(smp.value());
+    }
+    s->tokens = req.prompt;
+    s->n_prompt = static_cast<int>(req.prompt.size());
+    s->prefill_end = s->n_prompt;
+    s->stops = stop_matcher(req.stop);
+    s->req = std::move(req);
+    s->channel = std::move(ch);
+    s->order = next_order++;
+    return s;
+}
+
+bool engine::impl::admit() {
+    bool did = false;
+    while (running_now() < opts.n_parallel) {
+        std::unique_ptr<sequence> s;
+        if (!queued.empty()) {
+            s = std::move(queued.front());
+            queued.pop_front();
+        } else if (!waiting.empty()) {
+            auto p = std::move(waiting.front());
+            waiting.pop_front();
+            s = make_sequence(std::move(p));
+            if (!s) continue;
+        } else {
+            break;
+        }
+        if (!try_admit(s)) {
+            queued.push_front(std::move(s));
+            break;
+        }
+        did = true;
+    }
+    return did;
+}
+
+bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
+    if (free_ids.empty() && !evict_lru_idle()) return false;
+    s->id = free_ids.back();
+    free_ids.pop_back();
+    if (s->admitted == steady::time_point{}) s->admitted = steady::now();
+    if (s->req.kind != request_kind::generate) {
+        active.push_back(std::move(s));
+        return true;
+    }
+    auto give_back = [&] {
+        llama_memory_seq_rm(mem, s->id, -1, -1);
+        planner->ledger().trim(s->id, 0);
+        free_ids.push_back(s->id);
+        s->id = -1;
+        s->n_past = 0;
+        return false;
+    };
+    kv::reuse_plan plan = plan_reuse(*s);
+    share_prefix(*s, plan);
+    const int running = running_now();
+    const int first_chunk = std::min(s->prefill_end - plan.reused(), planner->block_size());
+    const int margin = std::min(running * planner->block_size(), n_ctx / 8);  // the running sequences' next tokens
+    const int need = plan.restore_cells() + first_chunk + margin;
+    auto & ledger = planner->ledger();
+    if (ledger.free() < need) {
+        auto views = context_views(true);
+        auto room = planner->plan_room({need, false}, views);
+        // With nothing running there is nobody to wait for: make what room there is.
+        if (!room.ok && running > 0) return give_back();
+        make_room(need, false);
+    }
+    if (s->n_past > 0) planner->stats().add_tokens(kv::source::context, static_cast<uint64_t>(s->n_past));
+    if (plan.needs_disk() && tiers()) {
+        start_promotion(std::move(s), std::move(plan));
+        return true;
+    }
+    restore_from_host(*s, plan);
+    ready_to_prefill(std::move(s));
+    return true;
+}
+
+void engine::impl::ready_to_prefill(std::unique_ptr<sequence> s) {
+    if (!s->resumed) s->n_reused = s->n_past;
+    // Recurrent states cannot be cut back: stop the prefill one token before the prompt's end and keep
+    // that state, which serves both a regenerate and a resume diverging where our reply began.
+    if (whole_snapshots && tiers() && !s->resumed && s->n_prompt - 1 > s->n_past) s->snapshot_at = s->n_prompt - 1;
+    active.push_back(std::move(s));
+}
+
+}  // namespace rc::engine

@@ -1,0 +1,111 @@
+// Grammar costs and limits (issue 10 item 4): a schema that would make every token check the whole
+// vocabulary against thousands of parse positions is refused when it is submitted, with a 400-style
+// error, instead of stalling the engine thread that steps every sequence of the model.
+#include <gtest/gtest.h>
+#include <json-schema-to-grammar.h>
+#include <json.h>
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/chat_format.h"
+#include "engine/grammar_cost.h"
+#include "engine/sampler.h"
+#include "engine/schema_support.h"
+#include "engine_fixture.h"
+
+using namespace rc;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::string enum_schema(int n) {
+    json values = json::array();
+    for (int i = 0; i < n; ++i) values.push_back("value-" + std::to_string(i));
+    return json{{"type", "object"}, {"properties", {{"color", {{"enum", values}}}}}, {"required", {"color"}}}.dump();
+}
+
+uint64_t widest(const std::string & gbnf) {
+    auto c = engine::measure_grammar(gbnf);
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.err().message);
+    return c.ok() ? c->widest_point : 0;
+}
+
+}  // namespace
+
+TEST(grammar_cost, counts_the_parse_positions_a_grammar_keeps_alive) {
+    EXPECT_EQ(widest("root ::= \"a\" \"b\""), 1u);
+    EXPECT_EQ(widest("root ::= \"a\" | \"b\" | \"c\""), 3u);
+    EXPECT_EQ(widest("root ::= x x\nx ::= [a-z] | \"1\" | \"2\""), 3u);
+    // An optional element lets the next one start as well.
+    EXPECT_EQ(widest("root ::= \"a\"? (\"b\" | \"c\")"), 3u);
+    const std::string enum_gbnf = json_schema_to_grammar(common_json::parse(enum_schema(1000)));
+    EXPECT_GE(widest(enum_gbnf), 1000u);
+    // A shared rule reached through two-way choices doubles per level: 2^40 from a few lines.
+    std::string dag = "root ::= l0\n";
+    for (int i = 0; i < 40; ++i) dag += "l" + std::to_string(i) + " ::= l" + std::to_string(i + 1) + " | l" + std::to_string(i + 1) + " \"x\"\n";
+    dag += "l40 ::= \"a\"\n";
+    EXPECT_GE(widest(dag), uint64_t(1) << 40);
+    EXPECT_FALSE(engine::measure_grammar("root ::= (((").ok());
+}
+
+TEST(grammar_cost, ordinary_schemas_stay_narrow) {
+    const auto schema = json{{"type", "object"},
+                             {"properties",
+                              {{"name", {{"type", "string"}}},
+                               {"age", {{"type", "integer"}, {"minimum", 0}}},
+                               {"tags", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+                               {"kind", {{"enum", {"a", "b", "c"}}}},
+                               {"any", json::object()}}},
+                             {"required", {"name"}}};
+    EXPECT_LE(widest(json_schema_to_grammar(common_json::parse(schema.dump()))), 64u);
+}
+
+TEST(grammar_limits, unsupported_patterns_are_named) {
+    auto back_ref = engine::check_pattern_support("^(a+)-\\1$");
+    ASSERT_FALSE(back_ref.ok());
+    EXPECT_NE(back_ref.err().message.find("back-reference (\\1)"), std::string::npos) << back_ref.err().message;
+    EXPECT_FALSE(engine::check_pattern_support("^(?=a)b$").ok());
+    EXPECT_FALSE(engine::check_pattern_support("^(?<name>a)\\k<name>$").ok());
+    EXPECT_TRUE(engine::check_pattern_support("^[a-z\\d]{2,5}(?:-[0-9]+)?\\.\\d$").ok());
+    EXPECT_TRUE(engine::check_pattern_support("^[\\1]$").ok()) << "inside a class it is no back-reference";
+    auto schema = engine::check_schema_support(R"({"type":"object","properties":{"x":{"type":"string","pattern":"^(.)\\1$"}}})");
+    EXPECT_FALSE(schema.ok());
+    auto c = engine::schema_constraint(R"({"type":"string","pattern":"^(ab)\\1$"})");
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.err().code, errc::invalid_argument);
+}
+
+TEST(grammar_limits, a_too_wide_enum_is_refused_at_submit_and_the_engine_keeps_serving) {
+    auto e = test::start_engine("tiny-chat");
+    ASSERT_TRUE(e);
+    // A long generation keeps the engine busy meanwhile; it must not be held up.
+    auto busy = test::greedy(e->model(), "Count to a hundred", 64);
+    busy.sampling.ignore_eos = true;
+    auto running = test::submit_ok(*e, busy);
+
+    auto c = engine::schema_constraint(enum_schema(10000));
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    auto req = test::greedy(e->model(), "Pick a color", 8);
+    req.grammar = *c;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto refused = e->submit(req);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.err().code, errc::invalid_argument);
+    EXPECT_NE(refused.err().message.find("alternatives"), std::string::npos) << refused.err().message;
+    EXPECT_LT(took, std::chrono::seconds(5));
+
+    auto done = test::collect(*running);
+    EXPECT_EQ(done.done.finish, engine::finish_reason::length);
+
+    // A modest enum is fine.
+    auto small = engine::schema_constraint(enum_schema(50));
+    ASSERT_TRUE(small.ok());
+    auto ok = test::greedy(e->model(), "Pick a color", 16);
+    ok.grammar = *small;
+    auto r = test::collect(*test::submit_ok(*e, ok));
+    EXPECT_NE(r.text.find("value-"), std::string::npos) << r.text;
+}

@@ -1,0 +1,263 @@
+// The KV planner without llama.cpp: a cell ledger stands for the context's pool, a fake index for the
+// tiers below. Every branch of plan_room and plan_reuse is driven here; the engine tests then show
+// that applying the plans never makes llama.cpp fail to find cells.
+#include "kv/kv_planner.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+
+using namespace rc::kv;
+
+namespace {
+
+struct fake_index : block_index {
+    std::map<std::string, tier_name> blocks;
+    std::optional<tier_name> where(const block_key & key) const override {
+        auto it = blocks.find(key.hex());
+        if (it == blocks.end()) return std::nullopt;
+        return it->second;
+    }
+    void put(const block_key & k, tier_name t) { blocks[k.hex()] = t; }
+};
+
+kv_identity ident() { return {"model", "layout"}; }
+
+std::vector<int32_t> tokens(int n, int seed) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) t[static_cast<size_t>(i)] = seed * 1000 + i;
+    return t;
+}
+
+planner_options opts(int cells, int block = 4) { return {block, cells, false}; }
+
+}  // namespace
+
+// ---- the ledger
+
+TEST(cell_ledger, counts_shared_prefix_cells_once_and_frees_them_with_the_last_holder) {
+    cell_ledger l(100);
+    l.append(1, 10);
+    EXPECT_EQ(l.used(), 10);
+    l.share_prefix(1, 2, 6);
+    l.append(2, 3);
+    EXPECT_EQ(l.used(), 13) << "the shared six count once";
+    EXPECT_EQ(l.length(2), 9);
+    l.trim(1, 0);
+    EXPECT_EQ(l.used(), 9) << "sequence 2 still holds the shared prefix";
+    l.trim(2, 4);
+    EXPECT_EQ(l.used(), 4);
+    l.trim(2, 0);
+    EXPECT_EQ(l.used(), 0);
+    EXPECT_EQ(l.free(), 100);
+}
+
+TEST(cell_ledger, reservations_and_simulations_change_nothing_real) {
+    cell_ledger l(20);
+    l.append(1, 8);
+    l.share_prefix(1, 2, 8);
+    l.reserve(5);
+    EXPECT_EQ(l.free(), 7);
+    auto sim = l.simulate();
+    EXPECT_EQ(sim.freed_by_trim(1, 0), 0) << "shared with 2";
+    EXPECT_EQ(sim.trim(1, 0), 0);
+    EXPECT_EQ(sim.freed_by_trim(2, 4), 4) << "after 1 is gone, 2 holds them alone";
+    EXPECT_EQ(sim.trim(2, 0), 8);
+    EXPECT_EQ(sim.free(), 15);
+    EXPECT_EQ(l.used(), 8);
+    EXPECT_EQ(l.free(), 7);
+    l.unreserve(5);
+    EXPECT_EQ(l.free(), 12);
+}
+
+TEST(cell_ledger, without_a_limit_nothing_is_ever_short) {
+    cell_ledger l(-1);
+    l.append(1, 1 << 20);
+    EXPECT_FALSE(l.limited());
+    EXPECT_GT(l.free(), 1 << 24);
+}
+
+// ---- plan_room
+
+namespace {
+struct pool {
+    kv_planner planner;
+    std::map<int, std::vector<int32_t>> toks;
+    std::vector<seq_view> views;
+    explicit pool(int cells, int block = 4, const block_index * index = nullptr) : planner(opts(cells, block), ident(), index) {}
+    void add(int h, int n, bool running, uint64_t order, int share_from = -1, int shared = 0) {
+        toks[h] = tokens(n, h);
+        if (share_from >= 0) {
+            planner.ledger().share_prefix(share_from, h, shared);
+            planner.ledger().append(h, n - shared);
+        } else {
+            planner.ledger().append(h, n);
+        }
+        views.push_back({h, {}, "", running, order});
+    }
+};
+}  // namespace
+
+TEST(kv_planner, room_that_is_free_needs_no_evictions) {
+    pool p(100);
+    p.add(1, 40, false, 1);
+    auto plan = p.planner.plan_room({60, false}, p.views);
+    EXPECT_TRUE(plan.ok);
+    EXPECT_TRUE(plan.trims.empty());
+}
+
+TEST(kv_planner, idle_tails_go_first_least_recently_used_first_block_by_block) {
+    pool p(100, 4);
+    p.add(1, 30, false, /*last used*/ 5);
+    p.add(2, 30, false, 2);  // the least recently used
+    p.add(3, 30, true, 9);
+    auto plan = p.planner.plan_room({18, false}, p.views);
+    ASSERT_TRUE(plan.ok);
+    ASSERT_EQ(plan.trims.size(), 1u) << "one victim suffices";
+    EXPECT_EQ(plan.trims[0].handle, 2);
+    EXPECT_EQ(plan.trims[0].keep, 20) << "30 → 28 (partial tail) → 24 → 20: the head stays";
+    EXPECT_GE(plan.free_after, 18);
+    EXPECT_TRUE(plan.preempt.empty());
+}
+
+TEST(kv_planner, shared_prefix_blocks_go_last) {
+    pool p(100, 4);
+    p.add(1, 40, false, 1);             // donor of a 32-token system prompt, least recently used
+    p.add(2, 40, false, 2, 1, 32);      // shares it
+    p.add(3, 12, false, 3);
+    // 100 - (40 + 8 + 12) = 40 free. Ask for 70: the unique tails of 1 and 2 (8 each) and all of 3
+    // free 28; the shared 32 need both holders gone.
+    auto plan = p.planner.plan_room({70, false}, p.views);
+    ASSERT_TRUE(plan.ok);
+    std::map<int, int> keep;
+    for (auto & t : plan.trims) keep[t.handle] = t.keep;
+    EXPECT_EQ(keep.at(1), 0);
+    EXPECT_EQ(keep.at(2), 0);
+    // Asking for less spares the shared head.
+    auto small = p.planner.plan_room({56, false}, p.views);
+    ASSERT_TRUE(small.ok);
+    for (auto & t : small.trims) {
+        if (t.handle == 1 || t.handle == 2) EXPECT_GE(t.keep, 32) << "handle " << t.handle;
+    }
+}
+
+TEST(kv_planner, running_sequences_are_only_preempted_when_allowed_youngest_first_never_the_oldest) {
+    pool p(100, 4);
+    p.add(1, 40, true, 1);  // oldest
+    p.add(2, 30, true, 2);
+    p.add(3, 25, true, 3);  // youngest
+    auto no = p.planner.plan_room({20, false}, p.views);
+    EXPECT_FALSE(no.ok);
+    EXPECT_TRUE(no.preempt.empty());
+    auto yes = p.planner.plan_room({20, true}, p.views);
+    ASSERT_TRUE(yes.ok);
+    EXPECT_EQ(yes.preempt, std::vector<int>{3});
+    auto more = p.planner.plan_room({50, true}, p.views);
+    ASSERT_TRUE(more.ok);
+    EXPECT_EQ(more.preempt, (std::vector<int>{3, 2}));
+    auto never = p.planner.plan_room({90, true}, p.views);
+    EXPECT_FALSE(never.ok) << "the oldest keeps running even when that is not enough";
+    EXPECT_EQ(never.preempt, (std::vector<int>{3, 2}));
+}
+
+TEST(kv_planner, idle_conversations_give_way_before_any_running_one) {
+    pool p(100, 4);
+    p.add(1, 40, true, 1);
+    p.add(2, 30, true, 2);
+    p.add(3, 28, false, 7);
+    auto plan = p.planner.plan_room({20, true}, p.views);
+    ASSERT_TRUE(plan.ok);
+    EXPECT_TRUE(plan.preempt.empty());
+    ASSERT_EQ(plan.trims.size(), 1u);
+    EXPECT_EQ(plan.trims[0].handle, 3);
+}
+
+TEST(kv_planner, whole_snapshot_models_release_whole_sequences) {
+    kv_planner planner({4, 100, true}, ident(), nullptr);
+    planner.ledger().append(1, 60);
+    planner.ledger().append(2, 30);
+    std::vector<seq_view> v = {{1, {}, "", false, 1}, {2, {}, "", true, 2}};
+    auto plan = planner.plan_room({20, false}, v);
+    ASSERT_TRUE(plan.ok);
+    ASSERT_EQ(plan.trims.size(), 1u);
+    EXPECT_EQ(plan.trims[0].keep, 0);
+}
+
+// ---- plan_reuse
+
+TEST(kv_planner, reuse_takes_the_longest_context_prefix_of_the_same_salt) {
+    kv_planner planner(opts(1000), ident(), nullptr);
+    auto a = tokens(40, 1), b = a;
+    b.resize(20);
+    auto prompt = a;
+    prompt.push_back(7);
+    std::vector<seq_view> ctx = {{1, a, "alice", false, 1}, {2, b, "", false, 2}, {3, a, "", true, 3}};
+    auto plan = planner.plan_reuse(prompt, static_cast<int>(prompt.size()) - 1, "", ctx);
+    EXPECT_EQ(plan.donor, 3);
+    EXPECT_EQ(plan.from_context, 40);
+    auto other = planner.plan_reuse(prompt, static_cast<int>(prompt.size()) - 1, "mallory", ctx);
+    EXPECT_EQ(other.from_context, 0) << "no salt shares with another";
+}
+
+TEST(kv_planner, reuse_continues_below_the_context_in_whole_blocks_and_a_partial_tail) {
+    fake_index idx;
+    kv_planner planner(opts(1000, 4), ident(), &idx);
+    auto t = tokens(14, 1);
+    auto root = planner.root("");
+    auto keys = full_block_keys(root, t, 4);  // 3 full blocks
+    idx.put(keys[0], tier_name::host);
+    idx.put(keys[1], tier_name::disk);
+    idx.put(keys[2], tier_name::host);
+    idx.put(partial_block_key(keys[2], std::span<const int32_t>(t).subspan(12, 1)), tier_name::host);
+    auto plan = planner.plan_reuse(t, 13, "", {});
+    ASSERT_EQ(plan.blocks.size(), 4u);
+    EXPECT_EQ(plan.reused(), 13);
+    EXPECT_TRUE(plan.needs_disk());
+    EXPECT_EQ(plan.restore_cells(), 13);
+    // With the first 6 tokens in the context, the tiers start at the block holding token 6.
+    std::vector<int32_t> head(t.begin(), t.begin() + 6);
+    std::vector<seq_view> ctx = {{9, head, "", false, 1}};
+    auto mixed = planner.plan_reuse(t, 13, "", ctx);
+    EXPECT_EQ(mixed.donor, 9);
+    EXPECT_EQ(mixed.from_context, 4);
+    EXPECT_EQ(mixed.reused(), 13);
+    EXPECT_EQ(mixed.blocks.front().key, keys[1]);
+}
+
+TEST(kv_planner, stored_blocks_become_aliases_at_the_prompt_end_and_one_token_before) {
+    fake_index idx;
+    kv_planner planner(opts(1000, 4), ident(), &idx);
+    // A conversation of 10 prompt tokens and 4 more of ours; the prompt ends inside block [8, 12).
+    auto conv = tokens(14, 3);
+    auto stored = planner.blocks_to_store(conv, 0, 14, "", 10);
+    ASSERT_EQ(stored.size(), 4u);  // [0,4) [4,8) [8,12) [12,14)
+    for (const auto & b : stored) idx.put(b.key, tier_name::host);
+    // A regenerate: the same 10-token prompt reuses 9 tokens (block [8,12) restored, trimmed to 1).
+    std::vector<int32_t> regen(conv.begin(), conv.begin() + 10);
+    auto r = planner.plan_reuse(regen, 9, "", {});
+    EXPECT_EQ(r.reused(), 9);
+    EXPECT_EQ(r.blocks.back().key, stored[2].key);
+    EXPECT_EQ(r.blocks.back().keep, 1);
+    EXPECT_EQ(r.blocks.back().cells, 4);
+    EXPECT_EQ(r.restore_cells(), 12) << "the alias block is restored whole before its trim";
+    // A resume that replaced our reply: the prompt's 10 tokens are reused.
+    auto edited = regen;
+    edited.insert(edited.end(), {5, 6, 7});
+    auto e = planner.plan_reuse(edited, static_cast<int>(edited.size()) - 1, "", {});
+    EXPECT_EQ(e.reused(), 10);
+    // Nothing is stored twice.
+    EXPECT_TRUE(planner.blocks_to_store(conv, 0, 14, "", 10).empty());
+}
+
+TEST(kv_planner, snapshots_resume_from_the_longest_exact_length) {
+    fake_index idx;
+    kv_planner planner({4, -1, true}, ident(), &idx);
+    auto t = tokens(20, 2);
+    idx.put(planner.snapshot_key(t, 9, ""), tier_name::disk);
+    idx.put(planner.snapshot_key(t, 15, ""), tier_name::host);
+    auto p = planner.plan_snapshot(t, 14, "");
+    ASSERT_EQ(p.blocks.size(), 1u);
+    EXPECT_EQ(p.blocks[0].keep, 9);
+    EXPECT_EQ(planner.plan_reuse(t, 19, "", {}).reused(), 15);
+}

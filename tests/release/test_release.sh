@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# `make test-release`: the proofs on the artifacts of `make release` (dist/).
+#  1. SHA256SUMS matches; every ELF of every artifact passes scripts/release-check.sh, the CPU
+#     artifact with nothing above GLIBC_2.31 (bin/ and lib/ alike).
+#  2. The CPU artifact chooses its kernels at run time: each libggml-cpu-<variant>.so scores this
+#     host (0 = unsupported), and `rustycage version --json` reports the features of a variant this
+#     host supports, not the baseline.
+#  3. In a fresh Debian bullseye root (glibc 2.31, systemd 247): install.sh --offline installs it;
+#     `rustycage version`, `rustycage run` on a generated model and `rustycage serve` answering a chat
+#     completion all run there; bullseye's `systemd-analyze verify` accepts the units; a second run
+#     changes nothing; an upgrade keeps an edited rustycage.env; --uninstall removes it.
+#
+#   tests/release/test_release.sh [DIST]     (root; DIST defaults to dist/)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+dist=$(cd "${1:-$repo/dist}" && pwd)
+[ "$(id -u)" -eq 0 ] || fail "needs root (chroot)"
+version=$(head -1 "$repo/VERSION")
+cpu="$dist/rustycage-$version-linux-x86_64-cpu.tar.gz"
+expect_file "$cpu"
+t0=$(date +%s)
+
+# --- 1. sums and ELF checks
+(cd "$dist" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match dist/"
+for tarball in "$dist"/rustycage-"$version"-linux-x86_64-*.tar.gz; do
+    flavour=$(basename "$tarball" .tar.gz); flavour=${flavour##*-}
+    max=""; [ "$flavour" != cpu ] || max=2.31
+    report=$("$repo/scripts/release-check.sh" ${max:+--max-glibc "$max"} "$tarball") || { echo "$report"; fail "$flavour artifact fails the ELF checks"; }
+    ok "$flavour: $(echo "$report" | tail -1) ($(du -h "$tarball" | cut -f1))"
+    [ "$flavour" != cpu ] || echo "$report" | sed 's/^/    /'
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/rc-release-test.XXXXXX")
+rt="$work/bullseye"
+cleanup() {
+    if findmnt -rn -o TARGET | grep -q "^$rt/"; then echo "mounts left under $rt; not removing $work" >&2; return; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- 2. run-time kernel choice
+mkdir -p "$work/cpu"
+tar -xzf "$cpu" -C "$work/cpu"
+tree=$(ls -d "$work"/cpu/*)
+variants=$(ls "$tree/lib" | grep -c '^libggml-cpu-.*\.so$' || true)
+[ "$variants" -ge 10 ] || fail "expected every x86 CPU variant in lib/, found $variants"
+scores=$(python3 - "$tree/lib" <<'PY'
+import ctypes, glob, os, sys
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "libggml-cpu-*.so"))):
+    lib = ctypes.CDLL(path)
+    lib.ggml_backend_score.restype = ctypes.c_int
+    print(os.path.basename(path)[len("libggml-cpu-"):-3], lib.ggml_backend_score())
+PY
+)
+echo "$scores" | sed 's/^/    score /'
+echo "$scores" | awk '$2 == 0' | grep -q . || ok "(this host supports every variant)"
+best=$(echo "$scores" | sort -k2 -n | tail -1 | cut -d' ' -f1)
+[ "$best" != x64 ] || fail "only the baseline variant scores on this host"
+"$tree/bin/rustycage" version --json >"$work/version.json"
+if grep -qw avx2 /proc/cpuinfo; then
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); f=[b for b in j["backends"] if b["name"]=="CPU"][0]["features"]; sys.exit(0 if f.get("AVX2")=="1" else "loaded CPU backend lacks AVX2: %s" % f)' "$work/version.json" \
+        || fail "rustycage did not pick an AVX2 variant on an AVX2 host"
+fi
+if ! grep -qw avx512f /proc/cpuinfo; then
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); f=[b for b in j["backends"] if b["name"]=="CPU"][0]["features"]; sys.exit("AVX512 variant loaded on a host without AVX-512" if f.get("AVX512")=="1" else 0)' "$work/version.json" || fail "wrong variant"
+fi
+ok "run-time CPU variant: best here is $best; rustycage loaded $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(" ".join(k for k,v in [b for b in j["backends"] if b["name"]=="CPU"][0]["features"].items() if v=="1"))' "$work/version.json")"
+
+# --- 3. a fresh bullseye root
+"$repo/scripts/release-chroot.sh" runtime-root "$rt" >/dev/null
+in_root() { "$repo/scripts/release-chroot.sh" exec "$rt" -- "$@"; }
+glibc=$(in_root getconf GNU_LIBC_VERSION)
+ok "bullseye root: $glibc, $(in_root systemctl --version | head -1)"
+mkdir -p "$rt/tmp/dist"
+cp "$cpu" "$dist/SHA256SUMS" "$dist/install.sh" "$rt/tmp/dist/"
+name=$(basename "$cpu")
+
+out=$(in_root bash /tmp/dist/install.sh --offline "/tmp/dist/$name" --yes --models none 2>&1) || fail "install in bullseye failed: $out"
+expect_out "installed rustycage $version (cpu)" "$out"
+expect_out "systemd is not running here" "$out"
+expect_link "$rt/opt/rustycage/current" "$version"
+in_root getent passwd rustycage >/dev/null || fail "no rustycage user in the bullseye root"
+ok "install.sh in bullseye"
+
+in_root /usr/local/bin/rustycage version >"$work/bullseye-version.txt" || fail "rustycage version failed in bullseye: $(cat "$work/bullseye-version.txt")"
+expect_grep "^rustycage $version " "$work/bullseye-version.txt"
+sed 's/^/    /' "$work/bullseye-version.txt"
+in_root runuser -u rustycage -- /usr/local/bin/rustycage-mkmodel --preset tiny-chat --type q8_0 --out /var/lib/rustycage/models/demo.gguf >/dev/null \
+    || fail "rustycage-mkmodel failed in bullseye"
+run_out=$(in_root runuser -u rustycage -- /usr/local/bin/rustycage run demo "Hello" -n 8 --seed 1 --threads 2 --ctx-size 512 \
+          --models-dir /var/lib/rustycage/models 2>"$work/run.err") || fail "rustycage run failed in bullseye: $(tail -20 "$work/run.err")"
+[ -n "$run_out" ] || fail "rustycage run printed nothing: $(tail -5 "$work/run.err")"
+ok "rustycage run on a generated model in bullseye ($(echo "$run_out" | wc -c) bytes of output)"
+
+# serve as the unit would: the rustycage user, the env file's settings (ports overridden to 0).
+answer=$(serve_and_ask demo "$work/serve.log" "$repo/scripts/release-chroot.sh" exec "$rt" -- \
+    runuser -u rustycage -- sh -c 'set -a; . /etc/rustycage/rustycage.env; set +a; exec /opt/rustycage/current/bin/rustycage serve "$@"' serve)
+expect_out '"object":"chat.completion"' "$answer"
+ok "rustycage serve in bullseye answers a chat completion"
+
+for unit in rustycage.service; do
+    v=$(in_root systemd-analyze verify --man=no "/etc/systemd/system/$unit" 2>&1) || fail "bullseye systemd-analyze verify $unit: $v"
+    [ -z "$v" ] || fail "bullseye systemd-analyze verify $unit warns: $v"
+done
+ok "systemd 247 verifies rustycage.service"
+
+watched=("$rt/opt" "$rt/etc/rustycage" "$rt/etc/systemd/system" "$rt/usr/local/bin" "$rt/var/lib/rustycage" "$rt/etc/passwd" "$rt/etc/group")
+rm -f "$rt/var/lib/rustycage/models/demo.gguf"
+fingerprint_list "${watched[@]}" >"$work/before"
+out=$(in_root bash /tmp/dist/install.sh --offline "/tmp/dist/$name" --yes --models none 2>&1) || fail "second install failed: $out"
+expect_out "nothing changed" "$out"
+expect_unchanged "$work/before" "${watched[@]}"
+ok "second run in bullseye: a no-op"
+
+env="$rt/etc/rustycage/rustycage.env"
+echo "RUSTYCAGE_LOG_LEVEL=debug" >>"$env"
+env_sum=$(sha256sum <"$env")
+next=$(repack_as_version "$cpu" 9.9.9 "$rt/tmp/dist2")
+out=$(in_root bash /tmp/dist/install.sh --offline "/tmp/dist2/$(basename "$next")" --yes --models none 2>&1) || fail "upgrade failed: $out"
+expect_out "current -> 9.9.9" "$out"
+[ "$(sha256sum <"$env")" = "$env_sum" ] || fail "the upgrade changed rustycage.env"
+out=$(in_root bash /tmp/dist/install.sh --fleet --etcd http://127.0.0.1:2379 --offline "/tmp/dist2/$(basename "$next")" --yes --models none 2>&1) || fail "fleet install failed: $out"
+v=$(in_root systemd-analyze verify --man=no /etc/systemd/system/rustycage-agent.service 2>&1) || fail "bullseye systemd-analyze verify agent: $v"
+[ -z "$v" ] || fail "bullseye systemd-analyze verify rustycage-agent.service warns: $v"
+ok "upgrade in bullseye keeps rustycage.env; the agent unit verifies under systemd 247"
+
+out=$(in_root bash /tmp/dist/install.sh --uninstall 2>&1) || fail "uninstall failed: $out"
+[ ! -e "$rt/opt/rustycage" ] && [ ! -e "$rt/usr/local/bin/rustycage" ] && [ ! -e "$rt/etc/systemd/system/rustycage.service" ] \
+    || fail "uninstall left files: $out"
+[ -d "$rt/var/lib/rustycage/models" ] || fail "uninstall removed the models"
+ok "--uninstall in bullseye"
+echo "PASS: release artifacts ($(( $(date +%s) - t0 ))s)"
