@@ -44,7 +44,7 @@ int run_gateway(gateway_flags & f) {
         return fail(e.what());
     }
     auto policy = gateway::parse_route_policy(f.policy);
-    if (!policy) return fail("--policy must be cache, least-loaded or round-robin");
+    if (!policy) return fail("--route-policy must be cache, least-loaded or round-robin");
     o.policy = *policy;
     o.weights.load = f.load_weight;
     o.max_attempts = f.max_attempts;
@@ -90,7 +90,7 @@ void register_gateway(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_OPENAI_PORT")->check(CLI::Range(0, 65535))->capture_default_str();
     cmd->add_option("--ollama-port", f->listen.ollama_port, "Port for Ollama clients (0: any free port, -1: none)")
         ->envname("RUSTYCAGE_OLLAMA_PORT")->check(CLI::Range(-1, 65535))->capture_default_str();
-    cmd->add_option("--policy", f->policy, "cache (cached prefix against load), least-loaded or round-robin")
+    cmd->add_option("--route-policy", f->policy, "cache (cached prefix against load), least-loaded or round-robin")
         ->envname("RUSTYCAGE_GATEWAY_POLICY")->capture_default_str();
     cmd->add_option("--lookup-timeout", f->lookup_timeout, "How long to wait for hosts' KV lookups of a prompt seen before")->capture_default_str();
     cmd->add_option("--lookup-grace", f->lookup_grace, "... of a prompt never seen (a cache hit is unlikely)")->capture_default_str();

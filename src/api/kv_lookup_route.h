@@ -6,10 +6,12 @@
 //   {"model":"demo", "messages":[…] | "prompt":"text" | "prompt":[ids], "cache_salt":"…",
 //    "tools":[…], "api":"openai"|"ollama", "timeout_ms":1000}
 //
-// `api` picks how messages/prompt are read: "openai" (default: /v1/chat/completions and
-// /v1/completions) or "ollama" (/api/chat and /api/generate, with `system`, `raw`, `context`,
-// `think` and the model's own system prompt), so the prompt is tokenized as that route would.
-// Other fields are ignored. The answer:
+// `api` picks the route whose readers read the body: "openai" (default: /v1/chat/completions with
+// messages, /v1/completions with prompt — the first of a list) or "ollama" (/api/chat, /api/generate
+// with `system`, `raw`, `context`, `think` and the model's Modelfile defaults); the session's
+// render_prompts renders and tokenizes it, so the tokens are the ones that route would submit, with
+// the cache salt it would pass (OpenAI's `cache_salt`; Ollama has none). A field that route refuses
+// is refused here the same way (400 naming it). The answer:
 //
 //   {"model":"demo", "loaded":true, "prompt_tokens":812, "cached_tokens":768,
 //    "tiers":{"context":512,"host":256,"disk":0}, "load":{"running":1,"queued":0,"slots":4}}
@@ -17,8 +19,9 @@
 // A model that is not loaded is not loaded by a lookup: "loaded": false, nothing cached, no
 // prompt_tokens (tokenizing needs the model). `load` is the whole server's: running sequences and
 // queued requests over every loaded model, and the sequences one model runs at once (--parallel).
-// 400 on a malformed body, 404 for an unknown model, 503 when the engine did not answer within
-// timeout_ms (default 1000, at most 10000).
+// 400 on a malformed body or field, an empty prompt, or an embedding model; 404 for an unknown
+// model; 503 when the engine did not answer within timeout_ms (default 1000, 1..10000). A lookup
+// holds the model only while it asks (models::model_manager::peek: not a use, keep_alive runs on).
 #include <vector>
 
 #include "api/api_context.h"

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "api/api_error.h"
+#include "api/json_fields.h"
 #include "gateway/request_shape.h"
 #include "gateway/upstream_call.h"
 #include "util/log.h"
@@ -212,8 +213,9 @@ api::http_response forward(gateway_context & g, const api::http_request & req) {
 
 // POST /v1/kv/lookup on the gateway: what the router sees for this prompt, and what it would choose.
 api::http_response explain(gateway_context & g, const api::http_request & req) {
-    auto body = nlohmann::json::parse(req.body, nullptr, false);
-    if (!body.is_object()) return error(req.path, 400, "the request body must be a JSON object");
+    auto parsed = api::parse_json_bounded(req.body);
+    if (!parsed || !parsed->is_object()) return error(req.path, 400, "the request body must be a JSON object");
+    const auto & body = *parsed;
     const bool ollama = body.value("api", "openai") == "ollama";
     const bool messages = body.contains("messages") && !body["messages"].is_null();
     const std::string as = ollama ? (messages ? "/api/chat" : "/api/generate") : (messages ? "/v1/chat/completions" : "/v1/completions");

@@ -1,5 +1,7 @@
 #include "gateway/request_shape.h"
 
+#include "api/json_fields.h"
+
 namespace rc::gateway {
 
 namespace {
@@ -79,8 +81,10 @@ result<request_shape> shape_request(const std::string & method, const std::strin
     s.ollama = is_ollama_path(path);
     if (auto q = query.find("model"); q != query.end()) s.model = q->second;
     if (method != "POST" || body.empty()) return s;
-    json j = json::parse(body, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, "the request body must be a JSON object");
+    // The hosts' own bounds (depth, size): a body they would refuse is refused here, never forwarded.
+    auto parsed = api::parse_json_bounded(body);
+    if (!parsed || !parsed->is_object()) return make_error(errc::invalid_argument, "the request body must be a JSON object (within the depth and size bounds)");
+    const json & j = *parsed;
     if (auto m = j.find("model"); m != j.end() && !m->is_null()) {
         if (!m->is_string()) return make_error(errc::invalid_argument, "'model' must be a string");
         s.model = m->get<std::string>();

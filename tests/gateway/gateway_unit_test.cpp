@@ -171,6 +171,10 @@ TEST(request_shape, reads_model_lookup_body_and_a_canonical_text_with_the_prefix
 
     EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", "not json", {}).ok());
     EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", R"({"model":3})", {}).ok());
+    EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", "[1]", {}).ok());
+    // Nested beyond the hosts' depth bound: refused here, never forwarded.
+    const std::string deep = R"({"model":"tiny","messages":)" + std::string(200, '[') + std::string(200, ']') + "}";
+    EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", deep, {}).ok());
     EXPECT_TRUE(same_model("tiny", "tiny:latest"));
     EXPECT_TRUE(same_model("tiny.gguf", "tiny"));
     EXPECT_FALSE(same_model("tiny", "tiny:q8"));
