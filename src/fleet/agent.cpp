@@ -241,7 +241,7 @@ void agent::probe_loop() {
         // Quarantine status comes from the store itself: /api/tags lists servable models only.
         std::vector<model_fact> models;
         for (const auto & e : models::local_catalog(opts_.models_dir).list()) {
-            model_fact m{e.name, e.digest, e.status, false, e.size_bytes};
+            model_fact m{e.name, e.digest, std::string(store::to_string(e.status)), false, e.size_bytes};
             for (const auto & served : snap.models) {
                 if (served.name == e.name || served.name == e.name + ":latest") {
                     m.loaded = served.loaded;
