@@ -125,7 +125,8 @@ TEST_F(gateway_fleet, a_model_only_one_host_has_is_routed_there_and_hostile_inpu
     auto m = fleet::http_call(models);
     ASSERT_TRUE(m.ok() && m->ok());
     std::set<std::string> ids;
-    for (const auto & e : json::parse(m->body)["data"]) ids.insert(e["id"].get<std::string>());
+    const json listed = json::parse(m->body);
+    for (const auto & e : listed["data"]) ids.insert(e["id"].get<std::string>());
     EXPECT_TRUE(ids.count("tiny") && ids.count("solo")) << m->body;
     models.url = base + "/api/tags";
     auto tags = fleet::http_call(models);
