@@ -92,14 +92,25 @@ wait_for() {  # what, command...
 fleet() {
     local policy=$1 dir=$work/$1
     mkdir -p "$dir"
-    local cport pport
-    cport=$(free_port); pport=$(free_port)
-    "$etcd_bin" --name m0 --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-        --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-        --initial-cluster "m0=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &
-    pids+=($!)
-    local etcd_url=http://127.0.0.1:$cport
-    wait_for etcd curl -sf "$etcd_url/health"
+    local cport pport etcd_url="" epid
+    # A port picked free can be taken before etcd binds it: try fresh ports a few times.
+    for _ in 1 2 3; do
+        cport=$(free_port); pport=$(free_port)
+        rm -rf "$dir/etcd"
+        "$etcd_bin" --name m0 --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+            --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+            --initial-cluster "m0=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &
+        epid=$!
+        for _ in $(seq 1 150); do
+            kill -0 "$epid" 2>/dev/null || break
+            if curl -sf "http://127.0.0.1:$cport/health" >/dev/null 2>&1; then etcd_url=http://127.0.0.1:$cport; break; fi
+            sleep 0.2
+        done
+        [ -n "$etcd_url" ] && break
+        kill -KILL "$epid" 2>/dev/null || true
+    done
+    [ -n "$etcd_url" ] || die "etcd did not come up (see $dir/etcd.log)"
+    pids+=("$epid")
     for h in h1 h2 h3; do
         mkdir -p "$dir/$h/models" "$dir/$h/data"
         ln -sf "$model_file" "$dir/$h/models/$model.gguf"
@@ -119,7 +130,7 @@ fleet() {
 
 bench() {  # scenario policy rep args...
     local scenario=$1 policy=$2 rep=$3; shift 3
-    "$rcbench" "$scenario" --target "$policy=$gateway_url" --model "$model" --reps 1 --seed "$rep" --variant "rep$rep" "$@" >>"$raw"
+    "$rcbench" "$scenario" --target "$policy=$gateway_url" --model "$model" --reps 1 --seed "$rep" --variant "rep$rep" --out "$raw" "$@"
 }
 
 IFS=, read -r -a policy_list <<<"$policies"
