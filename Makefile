@@ -50,15 +50,18 @@ run: build
 fleet-demo: build
 	@scripts/fleet-demo.sh $(BUILD)
 
-# Our code under AddressSanitizer + UBSan (llama.cpp itself stays a normal build).
-sanitize:
-	@$(MAKE) test BUILD=build-asan BUILD_TYPE=Debug CMAKE_ARGS="-DRUSTYCAGE_SANITIZE=ON"
-
-# libFuzzer targets (fuzz/README.md) in their own clang build, each run for FUZZ_SECONDS.
+# Our code under AddressSanitizer + UBSan (llama.cpp itself stays a normal build), compiled once by
+# clang with libFuzzer's coverage instrumentation: `make sanitize` runs the whole suite on it and
+# `make fuzz` builds the libFuzzer targets (fuzz/README.md) in the same tree and runs each for
+# FUZZ_SECONDS — so CI compiles our code instrumented once, not twice.
+ASAN_BUILD   ?= build-asan
+ASAN_ARGS    := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=ON
 FUZZ_SECONDS ?= 60
-FUZZ_BUILD   ?= build-fuzz
+sanitize:
+	@$(MAKE) test BUILD=$(ASAN_BUILD) CMAKE_ARGS="$(ASAN_ARGS)"
+
 fuzz: setup
-	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@scripts/fuzz.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
 
 # 64 concurrent mixed clients against a real server for SOAK_SECONDS (tests/soak/README.md).
 SOAK_SECONDS ?= 600

@@ -5,7 +5,7 @@
 # did it is kept under BUILD/artifacts/NAME/. Prints executions per target.
 #   scripts/fuzz.sh [BUILD_DIR] [SECONDS_PER_TARGET] [TARGET ...]
 set -euo pipefail
-build=${1:-build-fuzz}
+build=${1:-build-asan}
 seconds=${2:-60}
 shift $(( $# > 2 ? 2 : $# ))
 cd "$(dirname "$0")/.."
@@ -15,8 +15,9 @@ for tool in clang clang++; do
     command -v "$tool" >/dev/null || { echo "[fuzz] $tool not found: run scripts/setup.sh" >&2; exit 1; }
 done
 if [ ! -f "$build/build.ninja" ]; then
+    # The same configuration as `make sanitize`, which runs the suite in this tree (Makefile).
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-          -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=OFF >/dev/null
+          -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=ON >/dev/null
 fi
 cmake --build "$build" --target fuzzers -j 2
 

@@ -106,6 +106,9 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
     if (ec) return fail("cannot find the rustycage executable (/proc/self/exe)");
     o.server.argv = {self.string(), "serve"};
     o.server.argv.insert(o.server.argv.end(), serve_args.begin(), serve_args.end());
+    // The web console of this host's server shows the fleet the agent is in.
+    if (find_flag(serve_args, "--fleet-etcd").empty())
+        o.server.argv.insert(o.server.argv.end(), {"--fleet-etcd", f.etcd.endpoints, "--fleet-prefix", f.etcd.prefix});
     o.server.crash_loop_after = f.crash_loop_after;
     o.server.forward_output = !f.quiet_server;
 

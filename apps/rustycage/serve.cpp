@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "api/api_server.h"
+#include "fleet/console_feed.h"
+#include "fleet_cli.h"
 #include "api/ollama/keep_alive.h"
 #include "commands.h"
 #include "models/model_manager.h"
@@ -34,6 +36,7 @@ struct serve_flags {
     int max_body_mb = 32;
     std::string memory_budget;  // empty: 80% of physical RAM
     std::string keep_alive = "5m";
+    etcd_flags fleet;  // --fleet-etcd: the console's Fleet page reads this fleet (no endpoints: standalone)
 };
 
 std::string trim(const std::string & s) {
@@ -147,7 +150,17 @@ int serve(serve_flags & f) {
     f.api.version = RUSTYCAGE_VERSION;
     f.api.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
     f.api.n_parallel = f.eng.engine.n_parallel;
-    api::api_server server(manager, f.api);
+    api::ui::fleet_source fleet;
+    if (!f.fleet.endpoints.empty()) {
+        auto etcd = open_etcd(f.fleet);
+        if (!etcd) {
+            std::cerr << "error: " << etcd.err().message << " (--fleet-etcd, --fleet-prefix)\n";
+            return 1;
+        }
+        auto feed = std::make_shared<fleet::console_feed>(std::move(etcd.value()), keys_for(f.fleet));
+        fleet = [feed] { return feed->document(); };
+    }
+    api::api_server server(manager, f.api, std::move(fleet));
     if (auto st = server.start(f.listen); !st) {
         std::cerr << "error: " << st.err().message << "\n";
         return 1;
@@ -193,6 +206,9 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_HEADER_TIMEOUT")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
     cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s, "Seconds in-flight requests get to finish after SIGTERM/SIGINT before the process exits anyway")
         ->envname("RUSTYCAGE_SHUTDOWN_TIMEOUT")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+    f->fleet.endpoints.clear();
+    cmd->add_option("--fleet-etcd", f->fleet.endpoints, "etcd members of this host's fleet, for the console's Fleet page (the agent passes its own)");
+    cmd->add_option("--fleet-prefix", f->fleet.prefix, "The fleet's key prefix in etcd")->capture_default_str();
     cmd->callback([f, keys, &action] {
         f->api_keys_given = keys->count() > 0 || std::getenv("RUSTYCAGE_API_KEYS") != nullptr;
         action = [f] { return serve(*f); };

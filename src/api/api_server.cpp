@@ -140,14 +140,14 @@ std::vector<route> metrics_routes(api_context & ctx) {
     return {{"GET", "/metrics", expose}, {"GET", "/v1/metrics", expose}};
 }
 
-std::vector<route> all_routes(api_context & ctx) {
+std::vector<route> all_routes(api_context & ctx, const ui::fleet_source & fleet) {
     std::vector<route> routes = health_routes(ctx);
     for (auto & r : metrics_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : server_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : kv_lookup_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
-    for (auto & r : ui::ui_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : ui::ui_routes(ctx, fleet)) routes.push_back(std::move(r));
     // CORS preflight on any path: `before` answers it (204 + Allow-* headers); without a route
     // httplib would answer OPTIONS with 404 before `before` ever ran.
     routes.push_back({"OPTIONS", "/*", [](const http_request &) {
@@ -167,7 +167,8 @@ std::vector<route> all_routes(api_context & ctx) {
     return routes;
 }
 
-api_server::api_server(models::model_manager & models, api_options opts) : ctx_{models, std::move(opts)} {
+api_server::api_server(models::model_manager & models, api_options opts, ui::fleet_source fleet)
+    : ctx_{models, std::move(opts)}, fleet_(std::move(fleet)) {
     ctx_.metrics->collect_models(ctx_.models);
     ctx_.metrics->set_build_info(ctx_.opts.version, ctx_.opts.llama_commit);
 }
@@ -194,7 +195,7 @@ status api_server::start(const listen_options & listen) {
     std::vector<int> ports = {listen.openai_port};
     if (listen.ollama_port >= 0) ports.push_back(listen.ollama_port);
     for (size_t i = 0; i < ports.size(); ++i) {
-        auto srv = std::make_unique<http_server>(all_routes(ctx_), server_options(ctx_, listen));
+        auto srv = std::make_unique<http_server>(all_routes(ctx_, fleet_), server_options(ctx_, listen));
         auto bound = srv->bind(listen.host, ports[i]);
         if (!bound) {
             stop();

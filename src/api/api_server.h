@@ -10,6 +10,7 @@
 
 #include "api/api_context.h"
 #include "api/http_server.h"
+#include "api/ui/ui_routes.h"
 #include "util/result.h"
 
 namespace rc::api {
@@ -29,7 +30,8 @@ status check_api_keys(const std::vector<std::string> & keys);
 
 class api_server {
   public:
-    api_server(models::model_manager & models, api_options opts);
+    // `fleet` feeds the console's Fleet page (ui/ui_routes.h); none: the server runs standalone.
+    api_server(models::model_manager & models, api_options opts, ui::fleet_source fleet = nullptr);
     ~api_server();
 
     // Binds both ports and starts serving on background threads. Errors: io; invalid_argument for
@@ -41,6 +43,7 @@ class api_server {
 
   private:
     api_context ctx_;
+    ui::fleet_source fleet_;
     std::vector<std::unique_ptr<http_server>> servers_;
     std::vector<std::thread> threads_;
     int openai_port_ = -1;
@@ -48,7 +51,7 @@ class api_server {
 };
 
 // The full route table (exposed for tests).
-std::vector<route> all_routes(api_context & ctx);
+std::vector<route> all_routes(api_context & ctx, const ui::fleet_source & fleet = nullptr);
 // GET /metrics and /v1/metrics: the Prometheus text exposition of ctx.metrics.
 std::vector<route> metrics_routes(api_context & ctx);
 

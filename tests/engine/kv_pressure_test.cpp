@@ -65,7 +65,7 @@ class kv_pressure : public ::testing::Test {
     }
     static run_result run(engine::engine & e, const std::vector<llama_token> & prompt, int max_tokens, bool reference = false) {
         auto r = collect(*submit_ok(e, req(prompt, max_tokens, reference)));
-        EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error_message;
+        EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error.message;
         return r;
     }
 
@@ -101,7 +101,7 @@ std::vector<run_result> rotate(engine::engine & e, const rotation & r, bool refe
             q.max_tokens = r.gen;
             if (reference) q.logprobs_top = 2;
             auto res = collect(*submit_ok(e, q));
-            EXPECT_EQ(res.done.kind, engine::generation_event::type::done) << "conversation " << c << " turn " << t << ": " << res.done.error_message;
+            EXPECT_EQ(res.done.kind, engine::generation_event::type::done) << "conversation " << c << " turn " << t << ": " << res.done.error.message;
             p.insert(p.end(), res.tokens.begin(), res.tokens.end());
             out.push_back(std::move(res));
         }
@@ -172,7 +172,7 @@ TEST_F(kv_pressure, concurrent_conversations_on_a_tight_pool_complete_identicall
         }
         for (int c = 0; c < 4; ++c, ++k) {
             auto res = collect(*chans[static_cast<size_t>(c)]);
-            ASSERT_EQ(res.done.kind, engine::generation_event::type::done) << res.done.error_message;
+            ASSERT_EQ(res.done.kind, engine::generation_event::type::done) << res.done.error.message;
             EXPECT_EQ(res.tokens, ref[k].tokens) << "conversation " << c << " turn " << t;
             convo[static_cast<size_t>(c)].insert(convo[static_cast<size_t>(c)].end(), res.tokens.begin(), res.tokens.end());
         }
@@ -205,7 +205,7 @@ TEST_F(kv_pressure, four_long_generations_on_a_pool_that_holds_two_are_preempted
         for (const auto & p : prompts) chans.push_back(submit_ok(*e, req(p, gen)));
         for (int c = 0; c < 4; ++c) {
             auto r = collect(*chans[static_cast<size_t>(c)]);
-            ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << ": " << r.done.error_message;
+            ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << ": " << r.done.error.message;
             EXPECT_EQ(r.tokens, alone[static_cast<size_t>(c)].tokens) << "conversation " << c;
             EXPECT_EQ(r.done.usage.completion_tokens, gen);
         }

@@ -81,8 +81,8 @@ TEST(step_budget, the_first_long_prompt_on_a_fresh_engine_is_chunked_while_a_str
     stamped_collector longr(submit_ok(*e, lr));
     longr.join();
     bg.join();
-    ASSERT_EQ(longr.done.kind, engine::generation_event::type::done) << longr.done.error_message;
-    ASSERT_EQ(bg.done.kind, engine::generation_event::type::done) << bg.done.error_message;
+    ASSERT_EQ(longr.done.kind, engine::generation_event::type::done) << longr.done.error.message;
+    ASSERT_EQ(bg.done.kind, engine::generation_event::type::done) << bg.done.error.message;
     ASSERT_FALSE(longr.tokens.empty());
     const uint64_t chunks = e->stats().prefill_chunks - chunks_before;
     EXPECT_GE(chunks, 2u) << "the long prompt was cut into chunks (budget " << budget << " of " << lp.size() << " tokens)";

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <map>
 
 #include "fleet_test_fixture.h"
 
@@ -51,6 +52,21 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
     EXPECT_NE(table.out.find("HOST"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("tiny"), std::string::npos) << table.out;
 
+    // The web console of a's server shows the fleet its agent is in (the agent passes --fleet-etcd).
+    auto console_hosts = [&](const char * on) {
+        std::map<std::string, std::string> states;
+        fleet::http_request req;
+        req.url = record(on)->openai_url + "/v1/console/fleet";
+        auto reply = fleet::http_call(req);
+        if (!reply || !reply->ok()) return states;
+        auto doc = json::parse(reply->body);
+        if (!doc.value("configured", false) || !doc.contains("hosts")) return states;
+        for (const auto & h : doc["hosts"]) states[h.value("id", "")] = h.value("state", "");
+        return states;
+    };
+    const std::map<std::string, std::string> three_up = {{"a", "up"}, {"b", "up"}, {"c", "up"}};
+    ASSERT_TRUE(eventually([&] { return console_hosts("a") == three_up; }, 30s)) << logs();
+
     // kill -9 of b's agent and server: down on both peers within TTL + 2 s.
     const int server_b = record("b")->server.pid;
     const auto t0 = std::chrono::steady_clock::now();
@@ -61,6 +77,7 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
     std::cout << "[ measure  ] down on both peers " << took.count() << " ms after kill -9 (TTL 2 s)\n";
     EXPECT_TRUE(etcd->get(keys.host("b"))->kvs.empty());
     EXPECT_EQ(state_in_status("b"), "down");
+    ASSERT_TRUE(eventually([&] { return console_hosts("c")["b"] == "down"; }, 10s)) << "the console follows the fleet";
 
     // Back: up again everywhere.
     agents[1]->start();

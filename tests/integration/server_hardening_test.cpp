@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
-#include "server_process.h"
+#include "support/server_process.h"
 #include "test_models.h"
 
 using json = nlohmann::json;
@@ -177,7 +177,7 @@ TEST_F(server_hardening, connections_over_the_cap_get_503_and_retry_after) {
         ASSERT_TRUE(held.back()->send(partial_header));
     }
     // Each held connection occupies its slot once its thread picked it up.
-    ASSERT_TRUE(rc::test::eventually_true([&] {
+    ASSERT_TRUE(rc::test::poll_until([&] {
         raw_conn probe(server->openai_port());
         probe.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
         return probe.read_until([](const std::string & s) { return s.find("\r\n\r\n") != std::string::npos; }, 5s).find("HTTP/1.1 503") != std::string::npos;
@@ -191,7 +191,7 @@ TEST_F(server_hardening, connections_over_the_cap_get_503_and_retry_after) {
     EXPECT_NE(in.find("too many open connections"), std::string::npos) << in;
     EXPECT_LT(clock_type::now() - t0, 3s);
     held.clear();  // slots free again: served normally
-    EXPECT_TRUE(rc::test::eventually_true([&] {
+    EXPECT_TRUE(rc::test::poll_until([&] {
         httplib::Client c("127.0.0.1", server->openai_port());
         auto r = c.Get("/health");
         return r && r->status == 200;

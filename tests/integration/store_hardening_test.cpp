@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
-#include "server_process.h"
+#include "support/server_process.h"
 #include "test_models.h"
 #include "util/sha256.h"
 

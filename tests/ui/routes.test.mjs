@@ -112,7 +112,7 @@ describe('console routes', { timeout: 300_000 }, () => {
     assert.ok(facts.memory.budget_bytes === null || facts.memory.budget_bytes >= facts.memory.in_use_bytes);
     const demo = facts.models.find((m) => m.name === 'demo');
     assert.ok(demo, JSON.stringify(facts.models));
-    assert.ok(demo.memory_bytes > 0 && Date.parse(demo.loaded_at) > 0 && Date.parse(demo.last_used) > 0);
+    assert.ok(demo.memory_bytes > 0 && Date.parse(demo.loaded_at) > 0 && Number.isInteger(demo.leases) && demo.leases >= 0);
   });
 
   it('/v1/console/fleet says no fleet is configured', async () => {

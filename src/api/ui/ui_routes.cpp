@@ -88,7 +88,7 @@ json server_facts(const api_context & ctx) {
         models.push_back({{"name", lm.name},
                           {"memory_bytes", lm.memory},
                           {"loaded_at", time_json(lm.loaded_at)},
-                          {"last_used", time_json(lm.last_used)},
+                          {"leases", lm.leases},
                           {"keep_alive_seconds", seconds_or_null(lm.keep_alive)}});
     }
     std::sort(models.begin(), models.end(), [](const json & a, const json & b) { return a["name"] < b["name"]; });

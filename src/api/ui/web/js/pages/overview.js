@@ -27,7 +27,7 @@ export default {
         { label: 'Running', numeric: true, render: (m) => formatNumber(m.running) },
         { label: 'Queued', numeric: true, render: (m) => formatNumber(m.queued) },
         { label: 'Loaded', render: (m) => formatRelative(parseTime(m.facts?.loaded_at)) },
-        { label: 'Last used', render: (m) => formatRelative(parseTime(m.facts?.last_used)) },
+        { label: 'Held by', numeric: true, title: 'Requests holding the model now (a held model is never unloaded)', render: (m) => (m.facts ? formatNumber(m.facts.leases) : '–') },
         { label: 'Unloads', title: 'When its keep_alive runs out while idle', render: unloadsIn },
       ],
     });
