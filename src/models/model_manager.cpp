@@ -257,8 +257,6 @@ loaded_model model_manager::view_locked(const slot & s, steady::time_point now) 
     v.keep_alive = s.keep_alive;
     v.leases = s.leases;
     v.memory = s.memory;
-    // In use now, or when its last lease ended (the console's "last used").
-    v.last_used = sys::now() - (s.leases > 0 ? sys::duration::zero() : std::chrono::duration_cast<sys::duration>(now - s.idle_since));
     v.expires_at = sys::time_point::max();
     if (s.keep_alive != forever) {
         // Busy: keep_alive starts when the last lease ends, so it is a full keep_alive from now.

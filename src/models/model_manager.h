@@ -72,7 +72,6 @@ class model_lease {
 struct loaded_model {
     std::string name;
     std::chrono::system_clock::time_point loaded_at;
-    std::chrono::system_clock::time_point last_used;  // now while leased; else when its last lease ended
     std::chrono::nanoseconds keep_alive{0};
     // When keep_alive would unload it, in wall-clock time for display: time_point::max() = never;
     // while leases hold it, counted from now (it has not started idling).
