@@ -1,9 +1,7 @@
 // `rustycage gateway`: one address for the fleet (src/gateway, docs/GATEWAY.md). Serves the OpenAI
 // and Ollama routes of a host and forwards each request to the best up host of the fleet in etcd.
-#include <pthread.h>
 #include <signal.h>
 
-#include <csignal>
 #include <iostream>
 #include <sstream>
 
@@ -59,12 +57,7 @@ int run_gateway(gateway_flags & f) {
     auto etcd = open_etcd(f.etcd);
     if (!etcd.ok()) return fail(etcd.err());
 
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
+    sigset_t signals = block_stop_signals();
 
     gateway::gateway_server server(*etcd.value(), keys_for(f.etcd), std::move(o), eject_for);
     if (auto st = server.start(f.listen); !st) return fail(st.err());

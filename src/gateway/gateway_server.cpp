@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/api_error.h"
+#include "api/request_guard.h"
 #include "gateway/fleet_routes.h"
 #include "gateway/proxy_routes.h"
 #include "util/log.h"
@@ -11,47 +12,16 @@ namespace rc::gateway {
 
 namespace {
 
-// The same CORS policy as a host (api/api_server.cpp), so browser clients see one behaviour.
-const char * cors_allow_headers = "Authorization, Content-Type, OpenAI-Organization, OpenAI-Project, OpenAI-Beta, X-Stainless-Arch, "
-                                  "X-Stainless-Lang, X-Stainless-OS, X-Stainless-Package-Version, X-Stainless-Runtime, "
-                                  "X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout, X-Stainless-Async, "
-                                  "X-Stainless-Helper-Method, X-Stainless-Poll-Helper, X-Stainless-Custom-Poll-Interval, "
-                                  "X-Requested-With, User-Agent, Accept";
-
 bool is_public(const std::string & path) {
     return path == "/" || path == "/health" || path.rfind("/v1/health/", 0) == 0 || path == "/api/version" || path == "/v1/version" ||
            path == "/metrics" || path == "/v1/metrics";
 }
 
-void add_cors(api::http_response & r, const api::http_request & req) {
-    std::string origin = req.header("origin");
-    r.headers.push_back({"Access-Control-Allow-Origin", origin.empty() ? "*" : origin});
-    r.headers.push_back({"Vary", "Origin"});
-}
-
 api::http_server_options server_options(gateway_context & g) {
     api::http_server_options o;
     o.max_body_bytes = g.opts.max_body_bytes;
-    o.before = [&g](const api::http_request & req) -> std::unique_ptr<api::http_response> {
-        if (req.method == "OPTIONS") {
-            auto r = std::make_unique<api::http_response>();
-            r->status = 204;
-            r->content_type = "text/plain";
-            add_cors(*r, req);
-            r->headers.push_back({"Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"});
-            r->headers.push_back({"Access-Control-Allow-Headers", cors_allow_headers});
-            r->headers.push_back({"Access-Control-Max-Age", "86400"});
-            return r;
-        }
-        if (g.opts.api_keys.empty() || is_public(req.path)) return nullptr;
-        std::string auth = req.header("authorization");
-        std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.header("x-api-key");
-        if (std::find(g.opts.api_keys.begin(), g.opts.api_keys.end(), key) != g.opts.api_keys.end()) return nullptr;
-        auto r = std::make_unique<api::http_response>(api::error_response(api::dialect_for_path(req.path), 401, "invalid or missing API key"));
-        r->headers.push_back({"WWW-Authenticate", "Bearer"});
-        add_cors(*r, req);
-        return r;
-    };
+    // The hosts' own CORS and key checks (api/request_guard.h): one policy for the whole fleet.
+    o.before = [&g](const api::http_request & req) { return api::guard_request(req, g.opts.api_keys, is_public(req.path)); };
     o.on_exception = [](const api::http_request & req, std::exception_ptr ep) {
         api::http_response r;
         try {
@@ -62,13 +32,13 @@ api::http_server_options server_options(gateway_context & g) {
         } catch (...) {
             r = api::error_response(api::dialect_for_path(req.path), 500, "internal error");
         }
-        add_cors(r, req);
+        api::add_cors(r, req);
         return r;
     };
     o.on_status = [](const api::http_request & req, int status) {
         std::string msg = status == 404 ? "no route for " + req.method + " " + req.path : status == 413 ? "request body too large" : "bad request";
         auto r = api::error_response(api::dialect_for_path(req.path), status, msg, {}, status == 404 ? "route_not_found" : "");
-        add_cors(r, req);
+        api::add_cors(r, req);
         return r;
     };
     o.on_complete = [&g](const api::http_request & req, int status, double ms) { g.metrics.record_request(req.route, req.method, status, ms / 1000.0); };
@@ -89,7 +59,7 @@ std::vector<api::route> gateway_routes(gateway_context & g) {
     for (auto & r : routes) {
         r.handler = [h = std::move(r.handler)](const api::http_request & req) {
             api::http_response resp = h(req);
-            add_cors(resp, req);
+            api::add_cors(resp, req);
             return resp;
         };
     }
@@ -106,6 +76,7 @@ gateway_server::gateway_server(fleet::etcd_client & etcd, fleet::fleet_keys keys
 gateway_server::~gateway_server() { stop(); }
 
 status gateway_server::start(const gateway_listen & listen) {
+    if (auto st = api::check_api_keys(ctx_->opts.api_keys); !st) return st;
     std::vector<int> ports = {listen.openai_port};
     if (listen.ollama_port >= 0) ports.push_back(listen.ollama_port);
     for (size_t i = 0; i < ports.size(); ++i) {
