@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <thread>
 
 namespace rc::bench {
@@ -276,6 +277,51 @@ rep_result shared(const rep_context & c) {
     return rr;
 }
 
+// ---- fleet_resume (issue 15): C multi-turn conversations through the fleet gateway. Conversations
+// come in G groups; a group's members share an S-token prefix (a system prompt and documents), each
+// adds U unique tokens. Round 0 starts every conversation; each of R later rounds resumes every
+// conversation once, in a random order (seeded by the repetition), with a T-token new turn appended
+// to all it sent so far. Resume TTFT (mean, p90) is what routing decides: a resumed conversation
+// sent to the host holding its prefix prefills T tokens, elsewhere its whole history.
+rep_result fleet_resume(const rep_context & c) {
+    rep_result rr;
+    const int convs = c.i("convs"), groups = std::max(1, c.i("groups")), s = c.i("shared-tokens"), u = c.i("unique-tokens");
+    const int turn = c.i("turn-tokens"), gen = c.i("gen-tokens"), rounds = c.i("rounds");
+    std::vector<std::vector<int>> history;
+    std::vector<double> first, resumed, cached;
+    for (int i = 0; i < convs; ++i) {
+        auto p = c.prompt("S" + std::to_string(i % groups), s);
+        auto q = c.prompt("U" + std::to_string(i), u);
+        p.insert(p.end(), q.begin(), q.end());
+        auto r = run_completion(c.server, c.params(p, gen));
+        if (auto e = first_error({r}); !e.empty()) return {{}, {}, "round 0: " + e};
+        first.push_back(r.ttft() * ms);
+        history.push_back(std::move(p));
+    }
+    std::mt19937 rng(static_cast<uint32_t>(hash_str(c.key)));
+    for (int round = 1; round <= rounds; ++round) {
+        std::vector<int> order(static_cast<size_t>(convs));
+        for (int i = 0; i < convs; ++i) order[static_cast<size_t>(i)] = i;
+        std::shuffle(order.begin(), order.end(), rng);
+        for (int i : order) {
+            auto & p = history[static_cast<size_t>(i)];
+            auto t = c.prompt("T" + std::to_string(round) + "/" + std::to_string(i), turn);
+            p.insert(p.end(), t.begin(), t.end());
+            auto r = run_completion(c.server, c.params(p, gen));
+            if (auto e = first_error({r}); !e.empty()) return {{}, {}, "round " + std::to_string(round) + ": " + e};
+            resumed.push_back(r.ttft() * ms);
+            if (r.cached_tokens >= 0) cached.push_back(r.cached_tokens);
+        }
+    }
+    double sum = 0;
+    for (double v : resumed) sum += v;
+    rr.metrics.push_back({"first_ttft_ms", median(first), "ms", "lower"});
+    rr.metrics.push_back({"resume_ttft_mean_ms", resumed.empty() ? 0 : sum / static_cast<double>(resumed.size()), "ms", "lower"});
+    rr.metrics.push_back({"resume_ttft_p90_ms", percentile(resumed, 90), "ms", "lower"});
+    if (!cached.empty()) rr.metrics.push_back({"resume_cached_tokens", median(cached), "tokens", "none"});
+    return rr;
+}
+
 // ---- burst: N completions at once, each a P-token prompt generating G tokens. On a pool too small
 // for all of them at once a server must queue, swap out or fail some: how many succeed, and how long
 // the whole burst takes.
@@ -330,6 +376,9 @@ const std::vector<scenario_def> & scenario_table() {
          {{"requests", 4}, {"prompt-tokens", 300}, {"gen-tokens", 300}}, burst},
         {"shared", "C conversations sharing an S-token prefix (U unique each), then each resumed in turn",
          {{"convs", 6}, {"shared-tokens", 1536}, {"unique-tokens", 256}, {"turn-tokens", 64}, {"gen-tokens", 8}}, shared},
+        {"fleet_resume", "C conversations in G groups (S shared + U unique tokens) resumed R times in random order with T-token turns: resume TTFT",
+         {{"convs", 12}, {"groups", 3}, {"shared-tokens", 1024}, {"unique-tokens", 1024}, {"turn-tokens", 64}, {"gen-tokens", 8}, {"rounds", 2}},
+         fleet_resume},
         {"warmup", "one short request, nothing recorded", {{"prompt-tokens", 64}, {"gen-tokens", 4}}, warmup},
     };
     return table;

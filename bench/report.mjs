@@ -300,6 +300,7 @@ function benchmarksPage() {
     out.push(resultsMarkdown(k, k.plots || [], 'bench/kv-issue/', k.kv_sources).replace(/^### /gm, '#### '), '');
   }
   out.push(inc('BENCHMARKS.notes.md'), '');
+  out.push(inc('BENCHMARKS.gateway.md'), '');
   out.push(inc('BENCHMARKS.gpu.md'), '');
   for (const b of gpuDirs) {
     const g = JSON.parse(fs.readFileSync(path.join(root, `docs/bench/${b}/results.json`), 'utf8'));

@@ -116,12 +116,7 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
 
     // Signals are taken by one thread; every thread started later inherits the mask (the server
     // child gets a clean one).
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
+    sigset_t signals = block_stop_signals();
 
     fleet::agent a(std::move(o));
     std::thread waiter([&] {

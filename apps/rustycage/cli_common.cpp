@@ -1,6 +1,9 @@
 #include "cli_common.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -85,6 +88,16 @@ std::string format_parameter_count(uint64_t n) {
         }
     }
     return std::to_string(n);
+}
+
+sigset_t block_stop_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+    return signals;
 }
 
 }  // namespace rc::cli

@@ -2,6 +2,7 @@
 // Small pieces the model commands (pull, list, show, rm, cp, create, search, ps) share: their common
 // flags, plain-text tables, human-readable times and error reporting.
 #include <CLI/CLI.hpp>
+#include <signal.h>
 
 #include <chrono>
 #include <cstdint>
@@ -52,5 +53,9 @@ std::string short_id(std::string_view digest);
 
 // "494.0M", "1.2B": a parameter count as Ollama shows it.
 std::string format_parameter_count(uint64_t n);
+
+// SIGINT and SIGTERM blocked on the calling thread (and every thread it starts later), to be taken
+// synchronously with sigwait(); SIGPIPE ignored. For the long-running commands (serve, agent, gateway).
+sigset_t block_stop_signals();
 
 }  // namespace rc::cli

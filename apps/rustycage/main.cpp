@@ -10,7 +10,7 @@ int main(int argc, char ** argv) {
     for (auto reg : {rc::cli::register_pull, rc::cli::register_list, rc::cli::register_show, rc::cli::register_rm, rc::cli::register_cp,
                      rc::cli::register_create, rc::cli::register_search, rc::cli::register_ps})
         reg(app, action);
-    for (auto reg : {rc::cli::register_agent, rc::cli::register_fleet, rc::cli::register_incidents})
+    for (auto reg : {rc::cli::register_agent, rc::cli::register_fleet, rc::cli::register_incidents, rc::cli::register_gateway})
         reg(app, action);
     rc::cli::register_version(app, action);
     try {

@@ -14,6 +14,7 @@
 #include "fleet/console_feed.h"
 #include "fleet_cli.h"
 #include "api/ollama/keep_alive.h"
+#include "cli_common.h"
 #include "commands.h"
 #include "models/model_manager.h"
 #include "util/byte_size.h"
@@ -114,12 +115,7 @@ int serve(serve_flags & f) {
     f.listen.header_timeout = std::chrono::milliseconds(static_cast<long long>(f.header_timeout_s * 1000));
 
     // Signals are taken synchronously by this thread; every thread started below inherits the mask.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
+    sigset_t signals = block_stop_signals();
 
     llama::model_load_options load;
     load.n_gpu_layers = f.eng.n_gpu_layers;

@@ -1,12 +1,12 @@
 #include "api/api_server.h"
 
-#include <strings.h>
-
 #include <algorithm>
 
 #include "api/api_error.h"
+#include "api/request_guard.h"
 #include "api/health_routes.h"
 #include "api/json_fields.h"
+#include "api/kv_lookup_route.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
 #include "api/server_routes.h"
@@ -18,12 +18,6 @@ namespace rc::api {
 
 namespace {
 
-const char * cors_allow_headers = "Authorization, Content-Type, OpenAI-Organization, OpenAI-Project, OpenAI-Beta, X-Stainless-Arch, "
-                                  "X-Stainless-Lang, X-Stainless-OS, X-Stainless-Package-Version, X-Stainless-Runtime, "
-                                  "X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout, X-Stainless-Async, "
-                                  "X-Stainless-Helper-Method, X-Stainless-Poll-Helper, X-Stainless-Custom-Poll-Interval, "
-                                  "X-Requested-With, User-Agent, Accept";
-
 // Health, version and metrics stay reachable without a key: load balancers and Prometheus scrapers
 // probe them, and they carry no prompts or outputs. So do the console's static pages, which must
 // load before they can ask for the key (its data routes are not public).
@@ -32,65 +26,12 @@ bool is_public(const std::string & path) {
            path == "/metrics" || path == "/v1/metrics" || ui::is_static_path(path);
 }
 
-std::string trim(const std::string & s) {
-    const auto b = s.find_first_not_of(" \t");
-    if (b == std::string::npos) return {};
-    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-// The key a request presents: `Authorization: Bearer <key>` (scheme case-insensitive), else
-// `x-api-key`. Empty when it presents none.
-std::string presented_key(const http_request & req) {
-    const std::string auth = trim(req.header("authorization"));
-    if (auth.size() > 7 && strncasecmp(auth.c_str(), "bearer ", 7) == 0) return trim(auth.substr(7));
-    return trim(req.header("x-api-key"));
-}
-
-// Compares in time that depends on the lengths only, so response timing does not reveal how much
-// of a guess was right.
-bool same_key(const std::string & a, const std::string & b) {
-    if (a.size() != b.size()) return false;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-    return diff == 0;
-}
-
-bool key_accepted(const std::vector<std::string> & keys, const std::string & presented) {
-    if (presented.empty()) return false;  // never, whatever the key list holds
-    bool ok = false;
-    for (const auto & k : keys) ok = same_key(k, presented) || ok;
-    return ok;
-}
-
-void add_cors(http_response & r, const http_request & req) {
-    std::string origin = req.header("origin");
-    r.headers.push_back({"Access-Control-Allow-Origin", origin.empty() ? "*" : origin});
-    r.headers.push_back({"Vary", "Origin"});
-}
-
 http_server_options server_options(api_context & ctx, const listen_options & listen) {
     http_server_options o;
     o.max_body_bytes = listen.max_body_bytes;
     o.max_connections = listen.max_connections;
     o.header_timeout = listen.header_timeout;
-    o.before = [&ctx](const http_request & req) -> std::unique_ptr<http_response> {
-        if (req.method == "OPTIONS") {
-            auto r = std::make_unique<http_response>();
-            r->status = 204;
-            r->content_type = "text/plain";
-            add_cors(*r, req);
-            r->headers.push_back({"Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"});
-            r->headers.push_back({"Access-Control-Allow-Headers", cors_allow_headers});
-            r->headers.push_back({"Access-Control-Max-Age", "86400"});
-            return r;
-        }
-        if (ctx.opts.api_keys.empty() || is_public(req.path)) return nullptr;
-        if (key_accepted(ctx.opts.api_keys, presented_key(req))) return nullptr;
-        auto r = std::make_unique<http_response>(error_response(dialect_for_path(req.path), 401, "invalid or missing API key"));
-        r->headers.push_back({"WWW-Authenticate", "Bearer"});
-        add_cors(*r, req);
-        return r;
-    };
+    o.before = [&ctx](const http_request & req) { return guard_request(req, ctx.opts.api_keys, is_public(req.path)); };
     o.on_exception = [](const http_request & req, std::exception_ptr ep) {
         http_response r;
         try {
@@ -143,6 +84,7 @@ std::vector<route> all_routes(api_context & ctx, const ui::fleet_source & fleet)
     std::vector<route> routes = health_routes(ctx);
     for (auto & r : metrics_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : server_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : kv_lookup_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ui::ui_routes(ctx, fleet)) routes.push_back(std::move(r));
@@ -172,20 +114,6 @@ api_server::api_server(models::model_manager & models, api_options opts, ui::fle
 }
 
 api_server::~api_server() { stop(); }
-
-status check_api_keys(const std::vector<std::string> & keys) {
-    for (size_t i = 0; i < keys.size(); ++i) {
-        const std::string & k = keys[i];
-        const std::string which = "API key " + std::to_string(i + 1) + " of " + std::to_string(keys.size());
-        if (k.empty()) return make_error(errc::invalid_argument, which + " is empty (an unset variable?): auth would be on with a key nobody can send");
-        if (k.size() > 4096) return make_error(errc::invalid_argument, which + " is longer than 4096 bytes");
-        for (unsigned char c : k) {
-            if (c <= 0x20 || c >= 0x7f)
-                return make_error(errc::invalid_argument, which + " holds a space, control or non-ASCII character; keys travel in an HTTP header");
-        }
-    }
-    return {};
-}
 
 status api_server::start(const listen_options & listen) {
     // A key list the auth check could misread is refused outright, whoever built the options.

@@ -10,6 +10,7 @@
 
 #include "api/api_context.h"
 #include "api/http_server.h"
+#include "api/request_guard.h"
 #include "api/ui/ui_routes.h"
 #include "util/result.h"
 
@@ -23,10 +24,6 @@ struct listen_options {
     int max_connections = 256;                        // per listener; more are answered 503
     std::chrono::milliseconds header_timeout{10000};  // a request header must arrive whole within this
 };
-
-// Keys are compared as sent in an HTTP header: each must be non-empty printable ASCII without
-// spaces (trim them first). Errors: invalid_argument saying which key is wrong and why (never the key).
-status check_api_keys(const std::vector<std::string> & keys);
 
 class api_server {
   public:

@@ -77,6 +77,21 @@ void generation_session::prepare(const models::model_entry & model, generation_i
     for (const auto & [tok, bias] : in.params.sampling.logit_bias) {
         if (!m.valid_token(tok)) bad_request("'logit_bias' key " + safe_quote(std::to_string(tok)) + " is not a token id of this model", "logit_bias");
     }
+    rendered_prompts r = render_prompts(m, in);
+    prompts_ = std::move(r.prompts);
+    if (r.chat) {
+        grammar_ = std::move(r.chat->grammar);
+        template_stops_ = std::move(r.chat->additional_stops);
+        parser_ = std::move(r.chat->parser);
+    } else if (!in.output_schema.empty()) {
+        auto c = engine::schema_constraint(in.output_schema);
+        if (!c) raise(c.err(), in.schema_field);
+        grammar_ = std::move(c.value());
+    }
+}
+
+rendered_prompts render_prompts(const llama::model & m, const generation_input & in) {
+    rendered_prompts out;
     check_vocabulary(in.context, m, "context");
     std::vector<llama_token> context(in.context.begin(), in.context.end());
     // A continued context already holds the BOS token.
@@ -90,13 +105,11 @@ void generation_session::prepare(const models::model_entry & model, generation_i
         std::vector<llama_token> tokens = std::move(context);
         auto text = m.tokenize(rendered->text, add_special, true);
         tokens.insert(tokens.end(), text.begin(), text.end());
-        prompts_.push_back(std::move(tokens));
-        grammar_ = std::move(rendered->grammar);
-        template_stops_ = std::move(rendered->additional_stops);
-        parser_ = std::move(rendered->parser);
-        return;
+        out.prompts.push_back(std::move(tokens));
+        out.chat = std::move(rendered.value());
+        return out;
     }
-    for (auto & p : in.prompts) {
+    for (const auto & p : in.prompts) {
         std::vector<llama_token> tokens = context;
         if (p.is_tokens) {
             check_vocabulary(p.tokens, m, in.prompt_field);
@@ -106,13 +119,9 @@ void generation_session::prepare(const models::model_entry & model, generation_i
             tokens.insert(tokens.end(), text.begin(), text.end());
         }
         if (tokens.empty()) bad_request("'" + in.prompt_field + "' must not be empty", in.prompt_field);
-        prompts_.push_back(std::move(tokens));
+        out.prompts.push_back(std::move(tokens));
     }
-    if (!in.output_schema.empty()) {
-        auto c = engine::schema_constraint(in.output_schema);
-        if (!c) raise(c.err(), in.schema_field);
-        grammar_ = std::move(c.value());
-    }
+    return out;
 }
 
 void generation_session::submit(generation_input & in) {

@@ -152,6 +152,16 @@ class generation_session {
     std::optional<generation_meter> meter_;
 };
 
+// The prompt tokens a session submits for `in` — the chat rendered with the model's template, or each
+// prompt tokenized, after `context` — and the rendered chat's grammar, stops and parser. Throws
+// api_error 400 like start(). Also for routes that ask about a prompt without generating
+// (POST /v1/kv/lookup).
+struct rendered_prompts {
+    std::vector<std::vector<llama_token>> prompts;
+    std::optional<engine::chat_prompt> chat;
+};
+rendered_prompts render_prompts(const llama::model & m, const generation_input & in);
+
 // The catalog entry for a name a client sent: 404 naming `field` when unknown, 400 for a malformed
 // name (bounded and printable in the message). The one catalog lookup of a request.
 models::model_entry find_model_entry(api_context & ctx, const std::string & name, const std::string & field = "model");

@@ -6,6 +6,7 @@
 // admitted ones in a single llama_decode; requests join between steps; a cancelled request's
 // sequence is freed at the next step.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -41,6 +42,14 @@ struct engine_options {
 
 // "f16", "f32", "q8_0" → the KV cell type; nullopt for anything else.
 std::optional<ggml_type> parse_kv_type(const std::string & name);
+
+// What a prompt would reuse if it were submitted now (engine::lookup). `prompt_tokens` is the
+// prompt's length; the tiers count the leading tokens whose KV would come from there.
+struct kv_lookup {
+    int prompt_tokens = 0;
+    int context = 0, host = 0, disk = 0;
+    int cached() const { return context + host + disk; }
+};
 
 // A snapshot for metrics and /api/ps. Counters only grow.
 struct engine_stats {
@@ -81,6 +90,13 @@ class engine {
     // there is no disk tier (nothing to do). Thread-safe; never blocks on I/O.
     bool prefetch(std::vector<llama_token> tokens, std::string cache_salt);
 
+    // How many of `tokens` (a whole prompt) a request would reuse now, and from which tier
+    // (engine_lookup.cpp). Answered on the engine thread between steps, like prefetch; changes
+    // nothing: no LRU touch, no promotion, no read. nullopt when the engine is stopping, too many
+    // lookups wait, a token is outside the vocabulary, or no answer came within `timeout`.
+    // Thread-safe; blocks the caller up to `timeout`.
+    std::optional<kv_lookup> lookup(std::vector<llama_token> tokens, std::string cache_salt, std::chrono::milliseconds timeout);
+
     engine_stats stats() const;
     // The KV planner's counters and the tiers' occupancy; empty for embedding models. Thread-safe.
     kv::kv_stats_snapshot kv_stats() const;
@@ -105,6 +121,8 @@ class engine {
     std::condition_variable wake_;
     std::deque<std::pair<generation_request, std::shared_ptr<request_channel>>> incoming_;
     std::deque<std::pair<std::vector<llama_token>, std::string>> prefetches_;
+    struct lookup_job;
+    std::deque<std::shared_ptr<lookup_job>> lookups_;
     bool stopping_ = false;
     bool io_event_ = false;  // an I/O completion arrived (guarded by mutex_)
     std::thread thread_;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -48,6 +49,13 @@ struct step_counters {
     std::atomic<uint64_t> prefill_chunks{0};
     std::atomic<int> prefill_budget{0};
     std::atomic<double> cost_fixed_ms{0}, cost_per_token_ms{0};
+};
+
+// A lookup waiting for the engine thread (engine_lookup.cpp).
+struct engine::lookup_job {
+    std::vector<llama_token> tokens;
+    std::string cache_salt;
+    std::promise<kv_lookup> answer;
 };
 
 struct engine::impl {
@@ -126,6 +134,7 @@ struct engine::impl {
     void save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group = nullptr);
     void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);
     sequence * find_live(llama_seq_id id);
+    kv_lookup answer_lookup(const std::vector<llama_token> & tokens, const std::string & salt) const;  // engine_lookup.cpp
     int count_idle() const;
 };
 

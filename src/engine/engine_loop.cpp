@@ -38,12 +38,16 @@ void engine::run() {
         {
             std::unique_lock lock(mutex_);
             // Nothing moved last time: sleep until a request, a hint, an I/O completion or the stop.
-            if (!progressed) wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty() || io_event_; });
+            if (!progressed) wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty() || !lookups_.empty() || io_event_; });
             io_event_ = false;
             if (stopping_) break;
             while (!prefetches_.empty()) {
                 im.prefetch(prefetches_.front().first, prefetches_.front().second);
                 prefetches_.pop_front();
+            }
+            while (!lookups_.empty()) {
+                lookups_.front()->answer.set_value(im.answer_lookup(lookups_.front()->tokens, lookups_.front()->cache_salt));
+                lookups_.pop_front();
             }
             while (!incoming_.empty()) {
                 im.waiting.push_back(std::move(incoming_.front()));

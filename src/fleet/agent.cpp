@@ -108,6 +108,7 @@ host_record agent::build_record() {
     r.server.last_exit = sup.last_exit;
     r.models = s.models;
     r.kv = s.kv;
+    r.load = s.load;
     return r;
 }
 

@@ -60,6 +60,7 @@ ojson to_json(const host_record & r) {
               {"host_budget", k.host_budget}, {"disk_bytes", k.disk_bytes}, {"disk_budget", k.disk_budget},
               {"prompt_tokens", {{"computed", k.tokens_computed}, {"context", k.tokens_context}, {"host", k.tokens_host}, {"disk", k.tokens_disk}}},
               {"hit_rate", k.hit_rate()}}},
+            {"load", r.load.known ? ojson{{"running", r.load.running}, {"queued", r.load.queued}} : ojson(nullptr)},
             {"triage", {{"candidate", r.triage_candidate}}},
             {"updated_at", r.updated_at}};
 }
@@ -113,6 +114,11 @@ result<host_record> parse_host_record(const std::string & text) {
     r.kv.tokens_context = get_or<uint64_t>(pt, "context", 0);
     r.kv.tokens_host = get_or<uint64_t>(pt, "host", 0);
     r.kv.tokens_disk = get_or<uint64_t>(pt, "disk", 0);
+    if (auto l = j.find("load"); l != j.end() && l->is_object()) {
+        r.load.known = true;
+        r.load.running = get_or<uint64_t>(*l, "running", 0);
+        r.load.queued = get_or<uint64_t>(*l, "queued", 0);
+    }
     r.triage_candidate = get_or(object_at(j, "triage"), "candidate", false);
     r.updated_at = get_or<std::string>(j, "updated_at", "");
     return r;

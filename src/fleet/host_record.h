@@ -12,6 +12,7 @@
 //    "models":[{"name":"demo","digest":"sha256-...","status":"ready","loaded":true,"size":N}],
 //    "kv":{"context_cells_used":N,"context_cells_total":N,"host_bytes":N,"host_budget":N,"disk_bytes":N,
 //          "disk_budget":N,"prompt_tokens":{"computed":N,"context":N,"host":N,"disk":N},"hit_rate":0.42},
+//    "load":{"running":1,"queued":0},
 //    "triage":{"candidate":true}, "updated_at":"..."}
 #include <cstdint>
 #include <string>
@@ -45,6 +46,13 @@ struct kv_facts {
     double hit_rate() const;
 };
 
+// How busy the server was at its last probe (rustycage_running_sequences and rustycage_queue_depth
+// summed over its loaded models). A router's fallback when it cannot ask the server itself.
+struct load_facts {
+    bool known = false;  // false: the record predates the field, or the probe did not reach /metrics
+    uint64_t running = 0, queued = 0;
+};
+
 // What the supervisor knows of its child: starting → ready ⇄ unready; exited → backoff → starting;
 // crash_loop while it keeps failing before ever being ready; stopped once the agent drains it.
 struct server_facts {
@@ -68,6 +76,7 @@ struct host_record {
     server_facts server;
     std::vector<model_fact> models;
     kv_facts kv;
+    load_facts load;
     bool triage_candidate = false;
     std::string updated_at;
 };

@@ -34,6 +34,8 @@ struct call_state {
     http_reply reply;
     const std::function<bool(std::string_view)> * on_data = nullptr;  // null: buffer the body
     const std::function<bool()> * should_stop = nullptr;
+    const std::function<bool(const http_reply &)> * on_head = nullptr;  // null: none
+    bool head_seen = false;
     CURL * curl = nullptr;
     bool stopped = false;
     bool too_large = false;
@@ -56,6 +58,13 @@ size_t on_write(char * data, size_t size, size_t n, void * user) {
     if (s->reply.status == 0) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->reply.status);
     const bool success = s->reply.status >= 200 && s->reply.status < 300;
     if (s->on_data && success) {
+        if (s->on_head && !s->head_seen) {
+            s->head_seen = true;
+            if (!(*s->on_head)(s->reply)) {
+                s->stopped = true;
+                return 0;
+            }
+        }
         if (!(*s->on_data)(std::string_view(data, len))) {
             s->stopped = true;
             return 0;
@@ -80,7 +89,7 @@ int on_progress(void * user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 result<http_reply> perform(const http_request & req, const std::function<bool(std::string_view)> * on_data,
-                           const std::function<bool()> * should_stop) {
+                           const std::function<bool()> * should_stop, const std::function<bool(const http_reply &)> * on_head = nullptr) {
     global_init();
     std::unique_ptr<CURL, void (*)(CURL *)> curl(curl_easy_init(), curl_easy_cleanup);
     if (!curl) return make_error(errc::internal, "curl_easy_init failed");
@@ -95,6 +104,7 @@ result<http_reply> perform(const http_request & req, const std::function<bool(st
     call_state st;
     st.on_data = on_data;
     st.should_stop = should_stop;
+    st.on_head = on_head;
     st.curl = c;
     char errbuf[CURL_ERROR_SIZE] = {0};
 
@@ -148,6 +158,11 @@ result<http_reply> http_call(const http_request & req) { return perform(req, nul
 result<http_reply> http_stream(const http_request & req, const std::function<bool(std::string_view)> & on_data,
                                const std::function<bool()> & should_stop) {
     return perform(req, &on_data, &should_stop);
+}
+
+result<http_reply> http_stream(const http_request & req, const std::function<bool(const http_reply & head)> & on_head,
+                               const std::function<bool(std::string_view)> & on_data, const std::function<bool()> & should_stop) {
+    return perform(req, &on_data, &should_stop, &on_head);
 }
 
 }  // namespace rc::fleet

@@ -49,5 +49,10 @@ result<http_reply> http_call(const http_request & req);
 // is idle (true stops it). The reply carries the status, headers and, for non-2xx, the body.
 result<http_reply> http_stream(const http_request & req, const std::function<bool(std::string_view)> & on_data,
                                const std::function<bool()> & should_stop);
+// The same, and `on_head` sees the status and headers of a 2xx reply once, right before its first
+// body byte reaches `on_data` (false stops the transfer). A relay (the gateway) decides there
+// whether to commit to this answer.
+result<http_reply> http_stream(const http_request & req, const std::function<bool(const http_reply & head)> & on_head,
+                               const std::function<bool(std::string_view)> & on_data, const std::function<bool()> & should_stop);
 
 }  // namespace rc::fleet

@@ -130,6 +130,7 @@ server_snapshot probe_server(const std::string & base, std::chrono::milliseconds
     }
     auto metrics = get(base + "/metrics", timeout, api_key);
     if (metrics.ok() && metrics->ok()) {
+        s.load.known = true;
         for (const auto & m : parse_prometheus_text(metrics->body)) {
             const auto v = static_cast<uint64_t>(m.value);
             if (m.name == "rustycage_kv_prompt_tokens_total") {
@@ -138,6 +139,10 @@ server_snapshot probe_server(const std::string & base, std::chrono::milliseconds
                 else if (src == "context") s.kv.tokens_context += v;
                 else if (src == "host") s.kv.tokens_host += v;
                 else if (src == "disk") s.kv.tokens_disk += v;
+            } else if (m.name == "rustycage_running_sequences") {
+                s.load.running += v;
+            } else if (m.name == "rustycage_queue_depth") {
+                s.load.queued += v;
             } else if (m.name == "rustycage_kv_corrupt_blocks_total") {
                 s.corrupt_blocks += v;
             } else if (m.name == "rustycage_requests_total") {

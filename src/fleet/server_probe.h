@@ -28,6 +28,7 @@ struct server_snapshot {
     std::string version, llama_commit, build_info;
     std::vector<model_fact> models;  // servable (from /api/tags), loaded flags from /api/ps
     kv_facts kv;
+    load_facts load;                             // from /metrics (known when it answered)
     uint64_t corrupt_blocks = 0;                 // rustycage_kv_corrupt_blocks_total, summed
     uint64_t responses_5xx = 0;                  // rustycage_requests_total with a 5xx status, summed
     std::map<std::string, uint64_t> routes_5xx;  // the same by route

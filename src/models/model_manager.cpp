@@ -45,6 +45,7 @@ model_lease & model_lease::operator=(model_lease && other) noexcept {
         release();
         owner_ = other.owner_;
         slot_ = std::move(other.slot_);
+        observer_ = other.observer_;
         other.owner_ = nullptr;
     }
     return *this;
@@ -71,7 +72,7 @@ void model_lease::set_keep_alive(std::chrono::nanoseconds keep_alive) {
 
 void model_lease::release() {
     if (!slot_) return;
-    owner_->release(*slot_);
+    owner_->release(*slot_, observer_);
     slot_.reset();
     owner_ = nullptr;
 }
@@ -223,12 +224,21 @@ result<model_lease> model_manager::acquire(const model_entry & entry) {
     return model_lease(this, std::move(s));
 }
 
-void model_manager::release(slot & s) {
+std::optional<model_lease> model_manager::peek(const std::string & name) {
+    std::lock_guard lock(mutex_);
+    auto it = loaded_.find(name);
+    if (stopping_ || it == loaded_.end()) return std::nullopt;
+    ++it->second->leases;
+    return model_lease(this, it->second, true);
+}
+
+void model_manager::release(slot & s, bool observer) {
     {
         std::lock_guard lock(mutex_);
         assert(s.leases > 0);
+        // Idle time runs from the last real use; an observer's hold (peek) is none.
+        if (!observer) s.idle_since = steady::now();
         if (--s.leases > 0) return;
-        s.idle_since = steady::now();
         // keep_alive 0: the model goes as soon as nobody uses it (Ollama's "unload after the reply").
         if (!s.retiring && s.keep_alive.count() == 0) {
             rc::log::info("models", "unloading", {{"model", s.name}, {"reason", "keep_alive 0"}});

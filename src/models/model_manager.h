@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,10 +60,12 @@ class model_lease {
 
   private:
     friend class model_manager;
-    model_lease(model_manager * owner, std::shared_ptr<detail::model_slot> s) : owner_(owner), slot_(std::move(s)) {}
+    model_lease(model_manager * owner, std::shared_ptr<detail::model_slot> s, bool observer = false)
+        : owner_(owner), slot_(std::move(s)), observer_(observer) {}
 
     model_manager * owner_ = nullptr;
     std::shared_ptr<detail::model_slot> slot_;
+    bool observer_ = false;  // peek(): its end is not a use of the model
 };
 
 // A loaded model as observers see it: plain values, nothing that keeps it loaded.
@@ -107,6 +110,11 @@ class model_manager {
     // unknown or malformed names.
     result<model_lease> acquire(const std::string & name);
 
+    // A hold on `name` only when it is loaded now (nullopt otherwise): never loads, waits for no load,
+    // and is not a use — its end leaves the model's keep_alive clock as it was. For routes that ask a
+    // loaded engine something without serving a request (POST /v1/kv/lookup).
+    std::optional<model_lease> peek(const std::string & name);
+
     // Snapshots of the loaded models, sorted by name. An unloaded model leaves this list at once,
     // even while its last requests still run.
     std::vector<loaded_model> loaded() const;
@@ -134,7 +142,7 @@ class model_manager {
     uint64_t used_locked() const;
     // Moves a loaded slot to the teardown list and wakes the reaper. Lock held.
     void retire_locked(const std::string & name);
-    void release(slot & s);
+    void release(slot & s, bool observer);
     void reaper_loop();
     loaded_model view_locked(const slot & s, steady::time_point now) const;
 

@@ -15,19 +15,8 @@
 
 namespace rc::api::ollama {
 
-namespace {
-
-http_response handle(api_context & ctx, const http_request & req) {
-    const auto started = steady::now();
-    json body = parse_body(req);
-    generation_input in;
-    in.model = model_field(body);
-    in.task = "chat";
-    in.prompt_field = "messages";
-    in.schema_field = "format";
-    const auto entry = find_model(ctx, in.model);
+void read_chat_request(const models::model_entry & entry, json & body, generation_input & in) {
     auto model_system = apply_model_defaults(entry, body);
-
     engine::chat_input chat;
     chat.messages = read_messages(body);
     bool has_system = std::any_of(chat.messages.begin(), chat.messages.end(), [](const auto & m) { return m.role == "system"; });
@@ -43,13 +32,27 @@ http_response handle(api_context & ctx, const http_request & req) {
     auto think = read_think(body);
     chat.enable_thinking = think.value_or(true);
     in.think = think.value_or(false);
+    in.task = "chat";
+    in.prompt_field = "messages";
+    in.schema_field = "format";
+    in.chat = std::move(chat);
+}
+
+namespace {
+
+http_response handle(api_context & ctx, const http_request & req) {
+    const auto started = steady::now();
+    json body = parse_body(req);
+    generation_input in;
+    in.model = model_field(body);
+    const auto entry = find_model(ctx, in.model);
+    read_chat_request(entry, body, in);
     in.stream = read_bool(body, "stream", true);
     auto keep_alive = read_keep_alive(body);
     read_options(body, ctx, in.params);
     in.params.logprobs_top = read_logprobs(body);
 
-    if (chat.messages.empty()) return load_or_unload(ctx, entry, in.model, keep_alive, json{{"message", {{"role", "assistant"}, {"content", ""}}}});
-    in.chat = std::move(chat);
+    if (in.chat->messages.empty()) return load_or_unload(ctx, entry, in.model, keep_alive, json{{"message", {{"role", "assistant"}, {"content", ""}}}});
     in.keep_alive = keep_alive_or_default(ctx, keep_alive);
     reply_options o{reply_shape::chat, in.model, started, in.params.logprobs_top >= 0};
     return respond(generation_session::start(ctx, entry, std::move(in)), std::move(o), req);

@@ -43,16 +43,13 @@ void refuse_unsupported(const json & body) {
     }
 }
 
-http_response handle(api_context & ctx, const http_request & req) {
-    const auto started = steady::now();
-    json body = parse_body(req);
-    generation_input in;
-    in.model = model_field(body);
+}  // namespace
+
+bool read_generate_request(const models::model_entry & entry, json & body, generation_input & in) {
     in.task = "generate";
     in.prompt_field = "prompt";
     in.schema_field = "format";
     refuse_unsupported(body);
-    const auto entry = find_model(ctx, in.model);
     auto model_system = apply_model_defaults(entry, body);
     std::string prompt = opt_string(body, "prompt").value_or("");
     bool raw = read_bool(body, "raw", false);
@@ -60,13 +57,8 @@ http_response handle(api_context & ctx, const http_request & req) {
     if (raw && !system.empty()) bad_request("raw mode does not support 'system': put it in the prompt", "system");
     std::string format = read_format(body);
     auto think = read_think(body);
-    in.stream = read_bool(body, "stream", true);
-    auto keep_alive = read_keep_alive(body);
     in.context = read_context(body);
-    read_options(body, ctx, in.params);
-    in.params.logprobs_top = read_logprobs(body);
-
-    if (prompt.empty()) return load_or_unload(ctx, entry, in.model, keep_alive, json{{"response", ""}});
+    if (prompt.empty()) return false;
     if (raw) {
         // Tokenized as is, special-token text included; raw output is never parsed.
         in.prompts.push_back(prompt_input::of_text(std::move(prompt)));
@@ -81,6 +73,24 @@ http_response handle(api_context & ctx, const http_request & req) {
         in.think = think.value_or(false);
         in.chat = std::move(chat);
     }
+    return true;
+}
+
+namespace {
+
+http_response handle(api_context & ctx, const http_request & req) {
+    const auto started = steady::now();
+    json body = parse_body(req);
+    generation_input in;
+    in.model = model_field(body);
+    const auto entry = find_model(ctx, in.model);
+    const bool has_prompt = read_generate_request(entry, body, in);
+    in.stream = read_bool(body, "stream", true);
+    auto keep_alive = read_keep_alive(body);
+    read_options(body, ctx, in.params);
+    in.params.logprobs_top = read_logprobs(body);
+
+    if (!has_prompt) return load_or_unload(ctx, entry, in.model, keep_alive, json{{"response", ""}});
     in.keep_alive = keep_alive_or_default(ctx, keep_alive);
     reply_options o{reply_shape::generate, in.model, started, in.params.logprobs_top >= 0};
     return respond(generation_session::start(ctx, entry, std::move(in)), std::move(o), req);

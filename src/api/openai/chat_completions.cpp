@@ -11,8 +11,6 @@
 
 namespace rc::api::openai {
 
-namespace {
-
 engine::chat_input read_chat(const json & body) {
     engine::chat_input in;
     auto messages = body.find("messages");
@@ -57,6 +55,8 @@ engine::chat_input read_chat(const json & body) {
     if (auto effort = opt_string(body, "reasoning_effort"); effort && *effort == "none") in.enable_thinking = false;
     return in;
 }
+
+namespace {
 
 json message_json(const common_chat_msg & msg) {
     json m = {{"role", "assistant"}};

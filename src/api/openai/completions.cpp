@@ -13,7 +13,8 @@ namespace {
 
 constexpr size_t max_prompts = 16;
 
-// Every prompt of the request, as text or token ids.
+}  // namespace
+
 std::vector<prompt_input> read_prompts(const json & body) {
     auto it = body.find("prompt");
     if (it == body.end() || it->is_null()) bad_request("'prompt' is required", "prompt");
@@ -35,6 +36,8 @@ std::vector<prompt_input> read_prompts(const json & body) {
     }
     return out;
 }
+
+namespace {
 
 json legacy_logprobs(const std::vector<engine::token_choice> & toks, size_t offset0) {
     json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();

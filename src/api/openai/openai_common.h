@@ -6,6 +6,8 @@
 
 #include "api/api_context.h"
 #include "api/json_fields.h"
+#include "api/generation_session.h"
+#include "engine/chat_format.h"
 #include "engine/request.h"
 
 namespace rc::api::openai {
@@ -14,6 +16,12 @@ namespace rc::api::openai {
 // extensions (top_k, min_p, typical_p, repeat_penalty) into `req`. logit_bias keys must be token
 // ids (integers below 2^31; the vocabulary is the session's check).
 void read_sampling(const json & body, engine::generation_request & req);
+
+// The request readers of /v1/chat/completions (messages, tools, tool_choice, response_format,
+// reasoning_effort) and /v1/completions (a string, strings, token ids or lists of them); POST
+// /v1/kv/lookup reads a prompt with them too.
+engine::chat_input read_chat(const json & body);        // chat_completions.cpp
+std::vector<prompt_input> read_prompts(const json & body);  // completions.cpp
 
 // The first of `fields` present (max_completion_tokens before max_tokens; max_output_tokens for
 // Responses) within 1..the server's cap; absent: the server's default. 400 naming that field.

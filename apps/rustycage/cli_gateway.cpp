@@ -1,0 +1,106 @@
+// `rustycage gateway`: one address for the fleet (src/gateway, docs/GATEWAY.md). Serves the OpenAI
+// and Ollama routes of a host and forwards each request to the best up host of the fleet in etcd.
+#include <signal.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "fleet_cli.h"
+#include "gateway/gateway_server.h"
+#include "util/log.h"
+#include "version.h"
+
+namespace rc::cli {
+
+namespace {
+
+struct gateway_flags {
+    etcd_flags etcd;
+    gateway::gateway_listen listen;
+    std::vector<std::string> api_keys;
+    std::string api_keys_csv, host_api_key;
+    std::string policy = "cache";
+    std::string lookup_timeout = "250ms", lookup_grace = "50ms", connect_timeout = "1s", eject_for = "10s";
+    int max_attempts = 3;
+    double load_weight = 1.0;
+    int max_body_mb = 32;
+    std::string log_level = "info";
+};
+
+int run_gateway(gateway_flags & f) {
+    if (!apply_log_level(f.log_level)) return 2;
+    gateway::gateway_options o;
+    std::chrono::milliseconds eject_for;
+    try {
+        o.lookup_timeout = parse_duration_flag("--lookup-timeout", f.lookup_timeout);
+        o.lookup_grace = parse_duration_flag("--lookup-grace", f.lookup_grace);
+        o.connect_timeout = parse_duration_flag("--connect-timeout", f.connect_timeout);
+        eject_for = parse_duration_flag("--eject-for", f.eject_for);
+    } catch (const CLI::ValidationError & e) {
+        return fail(e.what());
+    }
+    auto policy = gateway::parse_route_policy(f.policy);
+    if (!policy) return fail("--route-policy must be cache, least-loaded or round-robin");
+    o.policy = *policy;
+    o.weights.load = f.load_weight;
+    o.max_attempts = f.max_attempts;
+    o.api_keys = f.api_keys;
+    std::stringstream csv(f.api_keys_csv);
+    for (std::string k; std::getline(csv, k, ',');)
+        if (!k.empty()) o.api_keys.push_back(k);
+    o.host_api_key = f.host_api_key;
+    o.version = RUSTYCAGE_VERSION;
+    o.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
+    o.max_body_bytes = static_cast<size_t>(f.max_body_mb) << 20;
+    auto etcd = open_etcd(f.etcd);
+    if (!etcd.ok()) return fail(etcd.err());
+
+    sigset_t signals = block_stop_signals();
+
+    gateway::gateway_server server(*etcd.value(), keys_for(f.etcd), std::move(o), eject_for);
+    if (auto st = server.start(f.listen); !st) return fail(st.err());
+    // One machine-readable line, like `serve`: scripts and tests read the bound ports from it.
+    std::cout << "rustycage gateway listening openai=http://" << f.listen.host << ":" << server.openai_port();
+    if (server.ollama_port() > 0) std::cout << " ollama=http://" << f.listen.host << ":" << server.ollama_port();
+    std::cout << " etcd=" << f.etcd.endpoints << std::endl;
+    int sig = 0;
+    sigwait(&signals, &sig);
+    rc::log::info("gateway", "stopping", {{"signal", sig}});
+    server.stop();
+    return 0;
+}
+
+}  // namespace
+
+void register_gateway(CLI::App & app, std::function<int()> & action) {
+    auto f = std::make_shared<gateway_flags>();
+    auto * cmd = app.add_subcommand("gateway", "One address for the fleet: route each request to the best up host (by model, cached prefix, load)");
+    add_etcd_flags(*cmd, f->etcd);
+    cmd->add_option("--host", f->listen.host, "Address to bind")->envname("RUSTYCAGE_HOST")->capture_default_str();
+    cmd->add_option("--openai-port", f->listen.openai_port, "Port for OpenAI clients (0: any free port)")
+        ->envname("RUSTYCAGE_OPENAI_PORT")->check(CLI::Range(0, 65535))->capture_default_str();
+    cmd->add_option("--ollama-port", f->listen.ollama_port, "Port for Ollama clients (0: any free port, -1: none)")
+        ->envname("RUSTYCAGE_OLLAMA_PORT")->check(CLI::Range(-1, 65535))->capture_default_str();
+    cmd->add_option("--route-policy", f->policy, "cache (cached prefix against load), least-loaded or round-robin")
+        ->envname("RUSTYCAGE_GATEWAY_POLICY")->capture_default_str();
+    cmd->add_option("--lookup-timeout", f->lookup_timeout, "How long to wait for hosts' KV lookups of a prompt seen before")->capture_default_str();
+    cmd->add_option("--lookup-grace", f->lookup_grace, "... of a prompt never seen (a cache hit is unlikely)")->capture_default_str();
+    cmd->add_option("--load-weight", f->load_weight, "What a fully occupied host costs, in shares of a cached prompt")
+        ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+    cmd->add_option("--max-attempts", f->max_attempts, "Hosts tried per request when they fail before answering")
+        ->check(CLI::Range(1, 16))->capture_default_str();
+    cmd->add_option("--connect-timeout", f->connect_timeout, "Connecting to a host slower than this fails over")->capture_default_str();
+    cmd->add_option("--eject-for", f->eject_for, "A host whose connection failed gets no traffic this long (or until it restarts)")
+        ->capture_default_str();
+    cmd->add_option("--api-key", f->api_keys, "Require this bearer key from clients (repeatable); health and metrics stay public");
+    cmd->add_option("--api-keys", f->api_keys_csv, "Comma-separated API keys")->envname("RUSTYCAGE_API_KEYS");
+    cmd->add_option("--host-api-key", f->host_api_key, "Bearer key to send to hosts (default: pass the client's Authorization on)")
+        ->envname("RUSTYCAGE_HOST_API_KEY");
+    cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
+    cmd->add_option("--log-level", f->log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();
+    cmd->callback([f, &action] { action = [f] { return run_gateway(*f); }; });
+}
+
+}  // namespace rc::cli

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# The fleet gateway's routing policies against each other (issue 15; docs/GATEWAY.md): 3 hosts (real
+# `rustycage agent`s, each supervising a `rustycage serve`) on one etcd member, and one gateway per
+# policy — cache (cached prefix against load), round-robin, least-loaded. Every policy gets a fresh
+# fleet (no KV left over from the previous one) and the same prompts.
+#
+#   bench/gateway.sh [--smoke] [--build DIR] [--reps N] [--policies LIST] [--out DIR]
+#
+# Scenarios (rc-bench, bench/bench_scenarios.cpp):
+#   fleet_resume   12+ multi-turn conversations in 3 groups with long shared and unique prefixes,
+#                  resumed in random order: mean and p90 resume TTFT (target: cache ≥ 3× better mean
+#                  than round-robin)
+#   conversations  unique prompts, no reuse possible, 6 client threads: throughput (target: cache no
+#                  worse than least-loaded)
+# --smoke checks the harness on bench-tiny with few, short conversations (a minute or two); numbers
+# from it mean nothing. Results: raw.jsonl and summary.md in --out (default: a temp dir; the lead
+# copies a real run's summary into docs/BENCHMARKS.md, section "Fleet gateway").
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+mode=full build=build reps="" policies="cache,round-robin,least-loaded" outdir=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --smoke) mode=smoke ;;
+        --build) build=$2; shift ;;
+        --reps) reps=$2; shift ;;
+        --policies) policies=$2; shift ;;
+        --out) outdir=$2; shift ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        *) echo "bench/gateway.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+    shift
+done
+log() { echo "[bench-gateway] $*" >&2; }
+die() { echo "[bench-gateway] error: $*" >&2; exit 1; }
+
+if [ "$mode" = smoke ]; then
+    reps=${reps:-1}; model=bench-tiny; threads=1; ctx=2048; parallel=2
+    convs=4; groups=2; shared=64; unique=64; turn=16; gen=4; rounds=1
+    nr_count=6; nr_conc=3; nr_prompt=32; nr_gen=8
+else
+    reps=${reps:-3}; model=bench-1b; threads=2; ctx=8192; parallel=4
+    convs=12; groups=3; shared=1024; unique=1024; turn=64; gen=8; rounds=2
+    nr_count=24; nr_conc=6; nr_prompt=256; nr_gen=64
+fi
+[ -z "$outdir" ] && outdir=$(mktemp -d /tmp/rc-bench-gateway.XXXXXX)
+mkdir -p "$outdir"
+raw=$outdir/raw.jsonl
+: >"$raw"
+
+rustycage=$build/bin/rustycage mkmodel=$build/bin/rustycage-mkmodel rcbench=$build/bin/rc-bench
+for b in "$rustycage" "$mkmodel" "$rcbench"; do [ -x "$b" ] || die "$b is missing: build first (make build)"; done
+etcd_bin=$(command -v etcd || true)
+[ -n "$etcd_bin" ] || die "no etcd binary: scripts/setup.sh installs etcd-server"
+command -v curl >/dev/null || die "curl is needed"
+
+cache=${RUSTYCAGE_CACHE:-$HOME/.cache/rustycage}
+mkdir -p "$cache/models"
+model_file=$cache/models/$model.gguf
+[ -f "$model_file" ] || { log "generating $model into $model_file"; "$mkmodel" --preset "$model" --out "$model_file" >&2; }
+
+work=$(mktemp -d /tmp/rc-bench-gateway-work.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do
+        for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$p" 2>/dev/null || true
+    done
+    pids=()
+}
+trap 'cleanup; log "logs kept in $work"' EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$((20000 + RANDOM % 40000))
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    done
+    die "no free port found"
+}
+wait_for() {  # what, command...
+    local what=$1; shift
+    for _ in $(seq 1 1500); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
+    die "$what did not come up (logs in $work)"
+}
+
+# fleet POLICY: etcd, 3 agents, a gateway with POLICY; sets $gateway_url.
+fleet() {
+    local policy=$1 dir=$work/$1
+    mkdir -p "$dir"
+    local cport pport etcd_url="" epid
+    # A port picked free can be taken before etcd binds it: try fresh ports a few times.
+    for _ in 1 2 3; do
+        cport=$(free_port); pport=$(free_port)
+        rm -rf "$dir/etcd"
+        "$etcd_bin" --name m0 --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+            --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+            --initial-cluster "m0=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &
+        epid=$!
+        for _ in $(seq 1 150); do
+            kill -0 "$epid" 2>/dev/null || break
+            if curl -sf "http://127.0.0.1:$cport/health" >/dev/null 2>&1; then etcd_url=http://127.0.0.1:$cport; break; fi
+            sleep 0.2
+        done
+        [ -n "$etcd_url" ] && break
+        kill -KILL "$epid" 2>/dev/null || true
+    done
+    [ -n "$etcd_url" ] || die "etcd did not come up (see $dir/etcd.log)"
+    pids+=("$epid")
+    for h in h1 h2 h3; do
+        mkdir -p "$dir/$h/models" "$dir/$h/data"
+        ln -sf "$model_file" "$dir/$h/models/$model.gguf"
+        "$rustycage" agent --etcd "$etcd_url" --host-id "$h" --data-dir "$dir/$h/data" --models-dir "$dir/$h/models" \
+            --openai-port 0 --ollama-port 0 --threads "$threads" --ctx-size "$ctx" --parallel "$parallel" --preload "$model" \
+            >"$dir/$h.log" 2>&1 &
+        pids+=($!)
+    done
+    local gport; gport=$(free_port)
+    "$rustycage" gateway --etcd "$etcd_url" --openai-port "$gport" --ollama-port -1 --route-policy "$policy" >"$dir/gateway.log" 2>&1 &
+    pids+=($!)
+    gateway_url=http://127.0.0.1:$gport
+    # Ready when the gateway routes to all three hosts with the model loaded.
+    wait_for "the fleet ($policy)" bash -c "curl -sf '$gateway_url/v1/gateway/hosts' | grep -o '\"routable\":true' | wc -l | grep -qx 3"
+    log "fleet for $policy: etcd $etcd_url, gateway $gateway_url"
+}
+
+bench() {  # scenario policy rep args...
+    local scenario=$1 policy=$2 rep=$3; shift 3
+    "$rcbench" "$scenario" --target "$policy=$gateway_url" --model "$model" --reps 1 --seed "$rep" --variant "rep$rep" --out "$raw" "$@"
+}
+
+IFS=, read -r -a policy_list <<<"$policies"
+for rep in $(seq 1 "$reps"); do
+    for policy in "${policy_list[@]}"; do
+        fleet "$policy"
+        bench warmup "$policy" "$rep"
+        bench fleet_resume "$policy" "$rep" --convs "$convs" --groups "$groups" --shared-tokens "$shared" --unique-tokens "$unique" \
+            --turn-tokens "$turn" --gen-tokens "$gen" --rounds "$rounds"
+        bench conversations "$policy" "$rep" --count "$nr_count" --concurrency "$nr_conc" --prompt-tokens "$nr_prompt" --gen-tokens "$nr_gen"
+        curl -sf "$gateway_url/metrics" | grep '^rustycage_gateway_routed_total' >"$outdir/routed-$policy-rep$rep.txt" || true
+        cleanup
+    done
+done
+
+# One table: per policy, the mean over repetitions of each metric.
+node - "$raw" >"$outdir/summary.md" <<'EOF'
+const fs = require('fs');
+const rows = fs.readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const by = {};
+for (const r of rows) {
+  if (!r.ok || r.scenario === 'warmup') continue;
+  for (const [name, m] of Object.entries(r.metrics)) {
+    const k = `${r.scenario} ${name}`;
+    ((by[k] ??= {})[r.server] ??= []).push(m.value);
+  }
+}
+const servers = [...new Set(rows.map((r) => r.server))];
+console.log(`| metric | ${servers.join(' | ')} |`);
+console.log(`|---|${servers.map(() => '---:').join('|')}|`);
+for (const [k, v] of Object.entries(by)) {
+  console.log(`| ${k} | ${servers.map((s) => (v[s] ? (v[s].reduce((a, b) => a + b, 0) / v[s].length).toFixed(1) : '')).join(' | ')} |`);
+}
+const failed = rows.filter((r) => !r.ok);
+if (failed.length) console.log(`\n${failed.length} repetition(s) failed: ${failed.map((r) => `${r.server}/${r.scenario}: ${r.error}`).join('; ')}`);
+EOF
+cat "$outdir/summary.md"
+log "results in $outdir (raw.jsonl, summary.md, routed-*.txt)"

@@ -1,0 +1,46 @@
+#pragma once
+// What every gateway route shares: the settings, the fleet picture, the prefix index and metrics.
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "api/http_server.h"
+#include "gateway/gateway_metrics.h"
+#include "gateway/host_table.h"
+#include "gateway/prefix_index.h"
+#include "gateway/route_planner.h"
+
+namespace rc::gateway {
+
+struct gateway_options {
+    route_policy policy = route_policy::cache;
+    route_weights weights;
+    // How long the gateway waits for lookups: the full timeout when it has sent a host a prefix of
+    // this prompt before (a hit is likely and worth the wait), the grace otherwise (a hit is unlikely;
+    // an idle host still answers within it, a busy one must not delay a fresh conversation).
+    std::chrono::milliseconds lookup_timeout{250};
+    std::chrono::milliseconds lookup_grace{50};
+    int max_attempts = 3;                           // hosts tried per request (failover before the first byte)
+    std::chrono::milliseconds connect_timeout{1000};
+    std::chrono::milliseconds listing_timeout{2000};  // /v1/models, /api/tags, /api/ps fan-outs
+    std::vector<std::string> api_keys;  // clients must present one (health and metrics stay public); empty: none
+    std::string host_api_key;           // sent to hosts as a bearer key; empty: the client's Authorization is passed on
+    std::string version = "0.1.0";
+    std::string llama_commit;
+    size_t max_body_bytes = 32u << 20;
+};
+
+struct gateway_context {
+    gateway_options opts;
+    host_table & hosts;
+    gateway_metrics & metrics;
+    prefix_index index;
+    std::atomic<uint64_t> turn{0};  // round-robin position
+    std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+};
+
+// The header lines that authenticate the gateway to a host (see gateway_options::host_api_key).
+std::vector<std::string> upstream_auth(const gateway_context & g, const api::http_request & client);
+
+}  // namespace rc::gateway

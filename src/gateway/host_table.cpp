@@ -1,0 +1,218 @@
+#include "gateway/host_table.h"
+
+#include <thread>
+
+#include "gateway/request_shape.h"
+#include "util/log.h"
+
+namespace rc::gateway {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// A lookup answer is fresher than a record; older than this, the record's figure is used instead.
+constexpr auto lookup_load_fresh_for = std::chrono::seconds(2);
+
+void pause(std::chrono::milliseconds d, const fleet::stop_fn & should_stop) {
+    const auto until = steady::now() + d;
+    while (steady::now() < until && !should_stop()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+}  // namespace
+
+bool host_view::serves(const std::string & model) const {
+    for (const auto & m : models)
+        if (same_model(m.name, model)) return true;
+    return false;
+}
+
+bool host_view::model_loaded(const std::string & model) const {
+    for (const auto & m : models)
+        if (same_model(m.name, model)) return m.loaded;
+    return false;
+}
+
+host_table::host_table(fleet::etcd_client & etcd, fleet::fleet_keys keys, std::chrono::milliseconds eject_for)
+    : etcd_(etcd), keys_(std::move(keys)), eject_for_(eject_for) {}
+
+status host_table::refresh() {
+    auto hosts = etcd_.get_prefix(keys_.hosts());
+    if (!hosts.ok()) return hosts.err();
+    auto health = etcd_.get_prefix(keys_.health());
+    if (!health.ok()) return health.err();
+    std::lock_guard lock(mu_);
+    // Keep what only the gateway knows (in flight, ejections, reported load); replace what etcd says.
+    for (auto & [id, e] : hosts_) {
+        e.record.reset();
+        e.observations.clear();
+    }
+    revision_ = std::max(hosts->revision, health->revision);
+    for (const auto & kv : hosts->kvs) apply(kv, false);
+    for (const auto & kv : health->kvs) apply(kv, false);
+    synced_ = true;
+    return {};
+}
+
+void host_table::apply(const fleet::etcd_kv & kv, bool deleted) {
+    if (kv.key.starts_with(keys_.hosts())) {
+        const std::string id = fleet::fleet_keys::tail(kv.key, keys_.hosts());
+        if (id.empty()) return;
+        auto & e = hosts_[id];
+        if (deleted) {
+            e.record.reset();
+            return;
+        }
+        if (auto r = fleet::parse_host_record(kv.value); r.ok()) e.record = r.value();
+        return;
+    }
+    if (!kv.key.starts_with(keys_.health())) return;
+    // health/<target>/<observer>
+    const std::string rest = kv.key.substr(keys_.health().size());
+    const size_t slash = rest.find('/');
+    if (slash == std::string::npos) return;
+    const std::string target = rest.substr(0, slash), observer = rest.substr(slash + 1);
+    auto it = hosts_.find(target);
+    if (deleted) {
+        if (it != hosts_.end()) it->second.observations.erase(observer);
+        return;
+    }
+    auto j = nlohmann::json::parse(kv.value, nullptr, false);
+    if (!j.is_object()) return;
+    fleet::health_observation o{observer, j.value("state", ""), j.value("error", ""), j.value("checked_at", ""), j.value("ready", false)};
+    hosts_[target].observations[observer] = o;
+}
+
+void host_table::run(const fleet::stop_fn & should_stop) {
+    auto backoff = std::chrono::milliseconds(200);
+    bool need_read = true;
+    bool failing = false;
+    while (!should_stop()) {
+        if (need_read) {
+            if (auto st = refresh(); !st) {
+                if (!failing) rc::log::warn("gateway", "etcd_unreachable", {{"error", st.err().message}, {"note", "routing on the last picture of the fleet"}});
+                failing = true;
+                pause(backoff, should_stop);
+                backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+                continue;
+            }
+            need_read = false;
+        }
+        int64_t from;
+        {
+            std::lock_guard lock(mu_);
+            from = revision_ + 1;
+        }
+        auto end = etcd_.watch(
+            keys_.prefix, from,
+            [this](const std::vector<fleet::etcd_event> & events, int64_t) {
+                // Resume after the last event seen (a message's header revision may run ahead of it).
+                std::lock_guard lock(mu_);
+                for (const auto & ev : events) {
+                    apply(ev.kv, ev.is_delete);
+                    revision_ = std::max(revision_, ev.kv.mod_revision);
+                }
+            },
+            should_stop);
+        if (end.ok()) {
+            if (failing) rc::log::info("gateway", "etcd_reachable", {});
+            failing = false;
+            backoff = std::chrono::milliseconds(200);
+            if (end->compacted) need_read = true;
+            else {
+                std::lock_guard lock(mu_);
+                revision_ = std::max(revision_, end->next_revision - 1);
+            }
+            continue;
+        }
+        if (!failing) rc::log::warn("gateway", "etcd_watch_broken", {{"error", end.err().message}});
+        failing = true;
+        pause(backoff, should_stop);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+}
+
+bool host_table::synced() const {
+    std::lock_guard lock(mu_);
+    return synced_;
+}
+
+host_view host_table::view(const std::string & id, const entry & e, steady::time_point now) const {
+    host_view v;
+    v.id = id;
+    std::vector<fleet::health_observation> obs;
+    for (const auto & [_, o] : e.observations) obs.push_back(o);
+    v.state = fleet::derive_host_state(e.record, obs, v.why);
+    v.inflight = e.inflight;
+    v.slots = e.slots;
+    if (e.record) {
+        v.url = e.record->openai_url;
+        for (const auto & m : e.record->models)
+            if (m.status == "ready") v.models.push_back(m);
+        if (e.record->load.known) v.reported_busy = static_cast<int>(e.record->load.running + e.record->load.queued);
+    }
+    if (e.lookup_busy >= 0 && now - e.lookup_at < lookup_load_fresh_for) v.reported_busy = e.lookup_busy;
+    const bool same_server = e.record && e.record->server.pid == e.ejected_pid && e.record->openai_url == e.ejected_url;
+    v.ejected = now < e.ejected_until && same_server;
+    return v;
+}
+
+std::vector<host_view> host_table::hosts() const {
+    std::lock_guard lock(mu_);
+    const auto now = steady::now();
+    std::vector<host_view> out;
+    for (const auto & [id, e] : hosts_) out.push_back(view(id, e, now));
+    return out;
+}
+
+std::optional<host_view> host_table::host(const std::string & id) const {
+    std::lock_guard lock(mu_);
+    auto it = hosts_.find(id);
+    if (it == hosts_.end()) return std::nullopt;
+    return view(id, it->second, steady::now());
+}
+
+std::string host_table::state_of(const std::string & id) const {
+    auto h = host(id);
+    return h ? h->state : "down";
+}
+
+std::shared_ptr<void> host_table::begin(const std::string & id) {
+    {
+        std::lock_guard lock(mu_);
+        ++hosts_[id].inflight;
+    }
+    return std::shared_ptr<void>(nullptr, [this, id](void *) {
+        std::lock_guard lock(mu_);
+        --hosts_[id].inflight;
+    });
+}
+
+void host_table::eject(const std::string & id) {
+    std::lock_guard lock(mu_);
+    auto & e = hosts_[id];
+    e.ejected_until = steady::now() + eject_for_;
+    e.ejected_pid = e.record ? e.record->server.pid : 0;
+    e.ejected_url = e.record ? e.record->openai_url : "";
+}
+
+void host_table::note_load(const std::string & id, int busy, int slots) {
+    std::lock_guard lock(mu_);
+    auto & e = hosts_[id];
+    e.lookup_busy = busy;
+    if (slots > 0) e.slots = slots;
+    e.lookup_at = steady::now();
+}
+
+ojson host_table::to_json() const {
+    ojson out = ojson::array();
+    for (const auto & h : hosts()) {
+        ojson models = ojson::array();
+        for (const auto & m : h.models) models.push_back({{"name", m.name}, {"loaded", m.loaded}});
+        out.push_back({{"id", h.id}, {"state", h.state}, {"why", h.why}, {"url", h.url}, {"routable", h.routable()}, {"ejected", h.ejected},
+                       {"inflight", h.inflight}, {"busy", h.busy()}, {"slots", h.slots}, {"models", models}});
+    }
+    return out;
+}
+
+}  // namespace rc::gateway

@@ -1,0 +1,97 @@
+#pragma once
+// The gateway's picture of the fleet: every host it has seen in etcd with its record, its state as
+// `rustycage fleet status` derives it (fleet_view.h: up / degraded / down), and what only the
+// gateway knows — requests it has in flight to each host, the load a host last reported in a
+// lookup answer, and hosts it ejected after a failed connection.
+//
+// Contract:
+// * run() reads <prefix>hosts/ and <prefix>health/ and then watches the fleet prefix, applying puts
+//   and deletes as they come (a deleted host record: its lease expired — down). etcd failures are
+//   retried with backoff; meanwhile the last picture stays in use (the fleet is advisory: an etcd
+//   outage must not stop traffic to hosts that are fine). Blocks until `should_stop`.
+// * Routable = up, not ejected. An ejection (a connection to the host failed) lasts `eject_for`, or
+//   until the host's record names another server (restarted: new pid or address).
+// * Thread-safe: the watch thread writes, request threads read and count.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fleet/etcd_client.h"
+#include "fleet/fleet_keys.h"
+#include "fleet/fleet_view.h"
+#include "fleet/host_record.h"
+
+namespace rc::gateway {
+
+using steady = std::chrono::steady_clock;
+
+// One host as a request thread sees it (a copy).
+struct host_view {
+    std::string id, state, why;  // state: up | degraded | down
+    std::string url;             // where its API listens (the record's OpenAI address; both ports serve every route)
+    std::vector<fleet::model_fact> models;  // servable ones (status ready)
+    bool ejected = false;
+    int inflight = 0;            // this gateway's requests to it, not yet finished
+    int reported_busy = -1;      // running + queued it last reported (lookup answer, else its record); -1: unknown
+    int slots = 4;               // sequences a model decodes at once (from lookup answers; 4 until one says)
+    bool routable() const { return state == "up" && !ejected && !url.empty(); }
+    bool serves(const std::string & model) const;        // a ready model of that name (same_model)
+    bool model_loaded(const std::string & model) const;  // ... and loaded, as the record says
+    int busy() const { return std::max(inflight, reported_busy); }
+};
+
+class host_table {
+  public:
+    host_table(fleet::etcd_client & etcd, fleet::fleet_keys keys, std::chrono::milliseconds eject_for = std::chrono::seconds(10));
+
+    void run(const fleet::stop_fn & should_stop);
+    // One full read (run() does it first, and after a compaction). Errors: etcd's.
+    status refresh();
+
+    bool synced() const;  // a read of etcd succeeded at least once
+    std::vector<host_view> hosts() const;  // by id, down ones included
+    std::optional<host_view> host(const std::string & id) const;
+    // The state of `id` right now ("down" for an unknown host), for in-flight requests to check.
+    std::string state_of(const std::string & id) const;
+
+    // Counts a request in flight to `id` until the returned token is dropped.
+    std::shared_ptr<void> begin(const std::string & id);
+    // A connection to `id` failed: route around it (see the contract).
+    void eject(const std::string & id);
+    // What a lookup answer said: running + queued, and slots.
+    void note_load(const std::string & id, int busy, int slots);
+
+    // The table as /v1/gateway/hosts shows it.
+    nlohmann::ordered_json to_json() const;
+
+  private:
+    struct entry {
+        std::optional<fleet::host_record> record;
+        std::map<std::string, fleet::health_observation> observations;  // by observer
+        int inflight = 0;
+        steady::time_point ejected_until{};
+        int ejected_pid = 0;
+        std::string ejected_url;
+        int lookup_busy = -1, slots = 4;
+        steady::time_point lookup_at{};
+    };
+    void apply(const fleet::etcd_kv & kv, bool deleted);
+    host_view view(const std::string & id, const entry & e, steady::time_point now) const;
+
+    fleet::etcd_client & etcd_;
+    fleet::fleet_keys keys_;
+    std::chrono::milliseconds eject_for_;
+    mutable std::mutex mu_;
+    std::map<std::string, entry> hosts_;
+    bool synced_ = false;
+    int64_t revision_ = 0;
+};
+
+}  // namespace rc::gateway

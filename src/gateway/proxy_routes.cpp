@@ -1,0 +1,270 @@
+#include "gateway/proxy_routes.h"
+
+#include <cstdio>
+#include <map>
+
+#include "api/api_error.h"
+#include "api/json_fields.h"
+#include "gateway/request_shape.h"
+#include "gateway/upstream_call.h"
+#include "util/log.h"
+
+namespace rc::gateway {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+using clock = std::chrono::steady_clock;
+
+api::http_response error(const std::string & path, int status, const std::string & message, const std::string & code = {}) {
+    auto r = api::error_response(api::dialect_for_path(path), status, message, {}, code);
+    if (status == 503) r.headers.push_back({"Retry-After", "1"});
+    return r;
+}
+
+std::string url_encode(const std::string & s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            out += buf;
+        }
+    }
+    return out;
+}
+
+std::string path_with_query(const api::http_request & req) {
+    std::string out = req.path;
+    char sep = '?';
+    for (const auto & [k, v] : req.query) {
+        out += sep + url_encode(k) + "=" + url_encode(v);
+        sep = '&';
+    }
+    return out;
+}
+
+// Everything one request's routing decided.
+struct routing {
+    std::vector<host_view> candidates;  // routable hosts that serve the model
+    route_plan plan;
+    std::map<std::string, lookup_reply> lookups;
+    std::vector<route_candidate> inputs;
+    std::vector<uint64_t> chain;        // the prompt's prefix keys
+};
+
+// The answer when no host can take the request: 404 for a model no host has, 503 while the hosts
+// that have it are not up (or the gateway has not read the fleet yet).
+api::http_response no_host(gateway_context & g, const request_shape & shape, const std::string & path) {
+    if (!g.hosts.synced()) return error(path, 503, "the gateway has not read the fleet from etcd yet");
+    std::string holders;
+    for (const auto & h : g.hosts.hosts()) {
+        if (!shape.model.empty() && !h.serves(shape.model)) continue;
+        if (shape.model.empty() && h.models.empty()) continue;
+        holders += (holders.empty() ? "" : ", ") + h.id + " (" + (h.ejected ? "ejected after a failed connection" : h.state) + ")";
+    }
+    if (shape.model.empty()) return error(path, 503, holders.empty() ? "no host of the fleet is up" : "no host of the fleet is up: " + holders);
+    if (holders.empty()) return error(path, 404, "model '" + shape.model + "' not found on any host of the fleet");
+    return error(path, 503, "no host that serves '" + shape.model + "' is up: " + holders);
+}
+
+routing plan_request(gateway_context & g, const request_shape & shape, const api::http_request & req) {
+    routing r;
+    for (const auto & h : g.hosts.hosts())
+        if (h.routable() && (shape.model.empty() || h.serves(shape.model))) r.candidates.push_back(h);
+    if (r.candidates.empty()) return r;
+    r.chain = prefix_chain(shape.canonical);
+    const auto affinity = g.index.affinity(r.chain, shape.canonical.size());
+
+    if (g.opts.policy == route_policy::cache && shape.lookup && r.candidates.size() > 1) {
+        const auto timeout = affinity.empty() ? g.opts.lookup_grace : g.opts.lookup_timeout;
+        auto body = shape.lookup_body;
+        body["timeout_ms"] = std::max<int64_t>(1, timeout.count());
+        const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::vector<fleet::http_request> calls;
+        for (const auto & h : r.candidates) {
+            fleet::http_request c;
+            c.method = "POST";
+            c.url = h.url + "/v1/kv/lookup";
+            c.headers = {"Content-Type: application/json", "Expect:"};
+            for (auto & a : upstream_auth(g, req)) c.headers.push_back(std::move(a));
+            c.body = text;
+            c.timeout = timeout;
+            c.connect_timeout = std::min(timeout, g.opts.connect_timeout);
+            calls.push_back(std::move(c));
+        }
+        const auto t0 = clock::now();
+        auto replies = parallel_calls(calls);
+        g.metrics.lookup_time(std::chrono::duration<double>(clock::now() - t0).count());
+        for (size_t i = 0; i < replies.size(); ++i) {
+            const auto & id = r.candidates[i].id;
+            auto reply = parse_lookup_reply(replies[i]);
+            g.metrics.lookup(id, reply.answer.has_value());
+            if (reply.busy >= 0) g.hosts.note_load(id, reply.busy, reply.slots);
+            r.lookups[id] = std::move(reply);
+        }
+    }
+    for (const auto & h : r.candidates) {
+        route_candidate c;
+        c.id = h.id;
+        c.busy = h.busy();
+        c.slots = h.slots;
+        c.model_loaded = shape.model.empty() || h.model_loaded(shape.model);
+        if (auto it = r.lookups.find(h.id); it != r.lookups.end()) {
+            c.lookup = it->second.answer;
+            if (it->second.busy >= 0) c.busy = std::max(h.inflight, it->second.busy);
+            if (it->second.slots > 0) c.slots = it->second.slots;
+        }
+        if (auto a = affinity.find(h.id); a != affinity.end()) c.affinity = a->second;
+        r.inputs.push_back(c);
+    }
+    const uint64_t turn = g.turn.fetch_add(1);
+    const uint64_t spread = shape.canonical.empty() ? turn : fnv1a(shape.canonical.substr(0, 1024));
+    r.plan = plan_route(g.opts.policy, r.inputs, g.opts.weights, spread, turn);
+    return r;
+}
+
+fleet::http_request upstream_request(gateway_context & g, const host_view & h, const api::http_request & req) {
+    fleet::http_request u;
+    u.method = req.method == "HEAD" ? "GET" : req.method;
+    u.url = h.url + path_with_query(req);
+    std::string type = req.header("content-type");
+    u.headers = {"Content-Type: " + (type.empty() ? std::string("application/json") : type), "Expect:"};
+    if (auto accept = req.header("accept"); !accept.empty()) u.headers.push_back("Accept: " + accept);
+    if (!req.remote_addr.empty()) u.headers.push_back("X-Forwarded-For: " + req.remote_addr);
+    for (auto & a : upstream_auth(g, req)) u.headers.push_back(std::move(a));
+    u.body = req.body;
+    u.timeout = std::chrono::milliseconds(0);  // a generation may take as long as it takes
+    u.connect_timeout = g.opts.connect_timeout;
+    return u;
+}
+
+void tag(api::http_response & r, const std::string & host, const std::string & reason) {
+    r.headers.push_back({"X-Rustycage-Host", host});
+    r.headers.push_back({"X-Rustycage-Route", reason});
+}
+
+api::http_response forward(gateway_context & g, const api::http_request & req) {
+    auto shape = shape_request(req.method, req.path, req.body, req.query);
+    if (!shape.ok()) return error(req.path, 400, shape.err().message);
+    routing r = plan_request(g, shape.value(), req);
+    if (r.candidates.empty()) return no_host(g, shape.value(), req.path);
+
+    std::string failures;
+    const size_t attempts = std::min(r.plan.order.size(), static_cast<size_t>(std::max(1, g.opts.max_attempts)));
+    for (size_t i = 0; i < attempts; ++i) {
+        const std::string id = r.plan.order[i];
+        const host_view * h = nullptr;
+        for (const auto & c : r.candidates)
+            if (c.id == id) h = &c;
+        const std::string reason = i == 0 ? r.plan.reason : "failover";
+        g.metrics.routed(id, reason);
+        if (auto it = r.lookups.find(id); i == 0 && it != r.lookups.end() && it->second.answer) g.metrics.cached_tokens(id, *it->second.answer);
+        rc::log::debug("gateway", "route", {{"path", req.path}, {"model", shape->model}, {"host", id}, {"reason", reason}});
+
+        auto & hosts = g.hosts;
+        auto attempt = std::make_shared<upstream_attempt>(
+            upstream_request(g, *h, req), [&hosts, id] { return hosts.state_of(id) != "up"; }, [&hosts, id] { return hosts.state_of(id) == "down"; },
+            hosts.begin(id));
+        const auto outcome = attempt->wait(req.client_gone);
+        if (outcome == upstream_attempt::outcome::client_gone) {
+            api::http_response gone = error(req.path, 499, "the client closed the connection");
+            return gone;
+        }
+        if (outcome == upstream_attempt::outcome::failed) {
+            g.metrics.upstream_failure(id, "before_first_byte");
+            g.hosts.eject(id);
+            rc::log::warn("gateway", "upstream_failed", {{"host", id}, {"path", req.path}, {"error", attempt->error()}, {"note", "trying the next host"}});
+            failures += (failures.empty() ? "" : "; ") + id + ": " + attempt->error();
+            continue;
+        }
+        const long status = attempt->status();
+        if (outcome == upstream_attempt::outcome::complete && status >= 500 && i + 1 < attempts) {
+            g.metrics.upstream_failure(id, "error_status");
+            failures += (failures.empty() ? "" : "; ") + id + ": HTTP " + std::to_string(status);
+            continue;
+        }
+        if (status >= 200 && status < 300) g.index.record(r.chain, id);
+        api::http_response out;
+        out.status = static_cast<int>(status);
+        const std::string type = attempt->content_type();
+        out.content_type = type.empty() ? "application/json" : type;
+        if (auto retry = attempt->header("Retry-After"); !retry.empty()) out.headers.push_back({"Retry-After", retry});
+        tag(out, id, reason);
+        if (outcome == upstream_attempt::outcome::complete) {
+            out.body = attempt->body();
+            return out;
+        }
+        out.stream = [attempt, path = req.path, type, id, &g](api::stream_sink & sink) {
+            auto end = attempt->relay(sink);
+            if (end.client_gone || end.error.empty()) return;
+            g.metrics.upstream_failure(id, "mid_stream");
+            rc::log::warn("gateway", "stream_broken", {{"host", id}, {"path", path}, {"error", end.error}});
+            sink.write(stream_error_frame(path, type,
+                                          "host " + id + " failed while streaming (" + end.error +
+                                              "); the answer is incomplete and was not retried, so nothing was generated twice"));
+        };
+        return out;
+    }
+    return error(req.path, 502, "every host that could serve this request failed before answering: " + failures);
+}
+
+// POST /v1/kv/lookup on the gateway: what the router sees for this prompt, and what it would choose.
+api::http_response explain(gateway_context & g, const api::http_request & req) {
+    auto parsed = api::parse_json_bounded(req.body);
+    if (!parsed || !parsed->is_object()) return error(req.path, 400, "the request body must be a JSON object");
+    const auto & body = *parsed;
+    const bool ollama = body.value("api", "openai") == "ollama";
+    const bool messages = body.contains("messages") && !body["messages"].is_null();
+    const std::string as = ollama ? (messages ? "/api/chat" : "/api/generate") : (messages ? "/v1/chat/completions" : "/v1/completions");
+    auto shape = shape_request("POST", as, req.body, {});
+    if (!shape.ok()) return error(req.path, 400, shape.err().message);
+    if (!shape->lookup) return error(req.path, 400, "'messages' or 'prompt' is required");
+    routing r = plan_request(g, shape.value(), req);
+    if (r.candidates.empty()) return no_host(g, shape.value(), req.path);
+    ojson cands = ojson::array();
+    for (size_t i = 0; i < r.plan.order.size(); ++i) {
+        const route_candidate * c = nullptr;
+        for (const auto & x : r.inputs)
+            if (x.id == r.plan.order[i]) c = &x;
+        ojson lookup = nullptr;
+        std::string err;
+        if (auto it = r.lookups.find(c->id); it != r.lookups.end()) {
+            err = it->second.error;
+            if (const auto & a = it->second.answer)
+                lookup = {{"loaded", a->loaded}, {"prompt_tokens", a->prompt_tokens}, {"tiers", {{"context", a->context}, {"host", a->host}, {"disk", a->disk}}}};
+        }
+        cands.push_back({{"id", c->id}, {"score", r.plan.scores[i]}, {"cached_share", cached_share(*c, g.opts.weights)}, {"busy", c->busy},
+                         {"slots", c->slots}, {"affinity", c->affinity}, {"lookup", lookup}, {"error", err}});
+    }
+    api::http_response out;
+    out.body = ojson{{"model", shape->model}, {"policy", policy_name(g.opts.policy)}, {"chosen", r.plan.order.front()}, {"reason", r.plan.reason},
+                     {"candidates", cands}}
+                   .dump();
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> upstream_auth(const gateway_context & g, const api::http_request & client) {
+    if (!g.opts.host_api_key.empty()) return {"Authorization: Bearer " + g.opts.host_api_key};
+    std::vector<std::string> out;
+    if (auto a = client.header("authorization"); !a.empty()) out.push_back("Authorization: " + a);
+    if (auto k = client.header("x-api-key"); !k.empty()) out.push_back("X-Api-Key: " + k);
+    return out;
+}
+
+std::vector<api::route> proxy_routes(gateway_context & g) {
+    std::vector<api::route> out;
+    auto fwd = [&g](const api::http_request & req) { return forward(g, req); };
+    for (const char * p : {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/api/generate", "/api/chat", "/api/embed",
+                           "/api/embeddings", "/api/show", "/tokenize", "/detokenize", "/apply-template", "/v1/kv/prefetch"})
+        out.push_back({"POST", p, fwd});
+    out.push_back({"GET", "/props", fwd});
+    out.push_back({"POST", "/v1/kv/lookup", [&g](const api::http_request & req) { return explain(g, req); }});
+    return out;
+}
+
+}  // namespace rc::gateway

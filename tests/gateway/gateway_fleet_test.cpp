@@ -1,0 +1,273 @@
+// The gateway over a real fleet: one etcd member, three real agents (h1, h2, h3) each supervising a
+// real `rustycage serve` on the generated tiny model ("tiny"; h3 also serves "solo"), and the
+// gateway in process on free ports. Where a request went is read from the gateway's own metrics
+// (rustycage_gateway_routed_total{host,reason}) and the X-Rustycage-Host / X-Rustycage-Route headers.
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "fleet/server_probe.h"
+#include "fleet_test_fixture.h"
+#include "gateway/gateway_server.h"
+
+using namespace rc;
+using namespace rc::test;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Long enough to span several KV blocks; unique per test through `tag`.
+std::string long_prompt(const std::string & tag) {
+    std::string out = "Conversation " + tag + ". ";
+    for (int i = 0; i < 12; ++i) out += "The " + tag + " archive keeps record number " + std::to_string(i) + " about rivers and bridges. ";
+    return out;
+}
+
+std::string chat_body(const std::string & model, const std::string & content, int max_tokens, bool stream = false) {
+    return json{{"model", model}, {"messages", {{{"role", "user"}, {"content", content}}}}, {"max_tokens", max_tokens}, {"temperature", 0},
+                {"stream", stream}}
+        .dump();
+}
+
+class gateway_fleet : public fleet_fixture {
+  protected:
+    void SetUp() override {
+        REQUIRE_ETCD();
+        start_cluster(1);
+        // h3 alone serves "solo" (the same weights under another name).
+        std::filesystem::create_directories(root.path() / "h3" / "models");
+        std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / "h3" / "models" / "solo.gguf");
+        for (const char * id : {"h1", "h2", "h3"}) add_agent(id);
+        ASSERT_TRUE(eventually([&] { return ready("h1") && ready("h2") && ready("h3"); }, 90s)) << logs();
+        for (const char * id : {"h1", "h2", "h3"}) ASSERT_TRUE(serves(record(id)->openai_url)) << id << " loads and serves tiny";
+
+        gateway::gateway_options o;
+        o.lookup_timeout = 500ms;
+        o.lookup_grace = 500ms;
+        gw = std::make_unique<gateway::gateway_server>(*etcd, keys, o, 30s);
+        ASSERT_TRUE(gw->start({"127.0.0.1", 0, 0}).ok());
+        base = "http://127.0.0.1:" + std::to_string(gw->openai_port());
+        ASSERT_TRUE(eventually([&] { return up_hosts() == 3; }, 30s)) << gw->context().hosts.to_json().dump();
+    }
+    void TearDown() override {
+        if (gw) gw->stop();
+    }
+
+    int up_hosts() {
+        int n = 0;
+        for (const auto & h : gw->context().hosts.hosts()) n += h.routable() && h.serves("tiny");
+        return n;
+    }
+    std::string state(const std::string & id) { return gw->context().hosts.state_of(id); }
+
+    result<fleet::http_reply> post(const std::string & path, const std::string & body, std::chrono::milliseconds timeout = 60s) {
+        fleet::http_request r;
+        r.method = "POST";
+        r.url = base + path;
+        r.headers = {"Content-Type: application/json"};
+        r.body = body;
+        r.timeout = timeout;
+        return fleet::http_call(r);
+    }
+    // rustycage_gateway_routed_total for `host` (and `reason`, when given).
+    double routed(const std::string & host, const std::string & reason = "") {
+        double sum = 0;
+        for (const auto & s : fleet::parse_prometheus_text(gw->context().metrics.expose())) {
+            if (s.name != "rustycage_gateway_routed_total" || s.labels.at("host") != host) continue;
+            if (reason.empty() || s.labels.at("reason") == reason) sum += s.value;
+        }
+        return sum;
+    }
+    double routed_total() { return routed("h1") + routed("h2") + routed("h3"); }
+    // The server pid the host record names (the agent's child).
+    int server_pid(const std::string & id) {
+        auto r = record(id);
+        return r ? r->server.pid : 0;
+    }
+
+    std::unique_ptr<gateway::gateway_server> gw;
+    std::string base;
+};
+
+}  // namespace
+
+TEST_F(gateway_fleet, a_model_only_one_host_has_is_routed_there_and_hostile_input_is_refused_before_forwarding) {
+    for (int i = 0; i < 4; ++i) {
+        auto r = post("/v1/chat/completions", chat_body("solo", "hello " + std::to_string(i), 2));
+        ASSERT_TRUE(r.ok()) << r.err().message;
+        EXPECT_EQ(r->status, 200) << r->body;
+        EXPECT_EQ(r->header("X-Rustycage-Host"), "h3");
+        EXPECT_EQ(r->header("X-Rustycage-Route"), "only");
+    }
+    EXPECT_EQ(routed("h3", "only"), 4);
+
+    const double before = routed_total();
+    auto unknown = post("/v1/chat/completions", chat_body("nope", "hi", 2));
+    ASSERT_TRUE(unknown.ok());
+    EXPECT_EQ(unknown->status, 404) << unknown->body;
+    EXPECT_NE(unknown->body.find("not found on any host"), std::string::npos) << unknown->body;
+    auto ollama_unknown = post("/api/chat", json{{"model", "nope"}, {"messages", json::array()}}.dump());
+    ASSERT_TRUE(ollama_unknown.ok());
+    EXPECT_EQ(ollama_unknown->status, 404);
+    EXPECT_TRUE(json::parse(ollama_unknown->body, nullptr, false).contains("error")) << "Ollama's error shape";
+    for (const char * bad : {"{not json", "[1,2]", R"({"model":7,"messages":[]})"}) {
+        auto r = post("/v1/chat/completions", bad);
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r->status, 400) << bad << " → " << r->body;
+    }
+    EXPECT_EQ(routed_total(), before) << "nothing hostile was forwarded";
+
+    // The union of the fleet's models.
+    fleet::http_request models;
+    models.url = base + "/v1/models";
+    auto m = fleet::http_call(models);
+    ASSERT_TRUE(m.ok() && m->ok());
+    std::set<std::string> ids;
+    const json listed = json::parse(m->body);
+    for (const auto & e : listed["data"]) ids.insert(e["id"].get<std::string>());
+    EXPECT_TRUE(ids.count("tiny") && ids.count("solo")) << m->body;
+    models.url = base + "/api/tags";
+    auto tags = fleet::http_call(models);
+    ASSERT_TRUE(tags.ok() && tags->ok());
+    EXPECT_EQ(json::parse(tags->body)["models"].size(), 2u) << tags->body;
+}
+
+TEST_F(gateway_fleet, a_cached_prefix_is_routed_to_its_host_and_a_hot_one_spreads) {
+    // h2 alone has run this conversation: its lookup reports the prompt in its context.
+    const std::string prompt = long_prompt("cache");
+    fleet::http_request direct;
+    direct.method = "POST";
+    direct.url = record("h2")->openai_url + "/v1/chat/completions";
+    direct.headers = {"Content-Type: application/json"};
+    direct.body = chat_body("tiny", prompt, 2);
+    direct.timeout = 60s;
+    ASSERT_TRUE(fleet::http_call(direct).ok());
+
+    auto r = post("/v1/chat/completions", chat_body("tiny", prompt, 2));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->header("X-Rustycage-Host"), "h2");
+    EXPECT_EQ(r->header("X-Rustycage-Route"), "cache_context");
+    EXPECT_EQ(routed("h2", "cache_context"), 1);
+    // The gateway's explanation agrees.
+    auto why = post("/v1/kv/lookup", json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", prompt}}}}}.dump());
+    ASSERT_TRUE(why.ok() && why->ok()) << (why.ok() ? why->body : why.err().message);
+    EXPECT_EQ(json::parse(why->body)["chosen"], "h2") << why->body;
+
+    // Six long streams of the same hot conversation, each started once the previous one streams:
+    // the gateway's in-flight counts grow on h2 until another host is the better choice.
+    std::vector<std::thread> streams;
+    std::vector<std::string> hosts(6);
+    std::atomic<int> started{0};
+    for (int i = 0; i < 6; ++i) {
+        streams.emplace_back([&, i] {
+            fleet::http_request s;
+            s.method = "POST";
+            s.url = base + "/v1/chat/completions";
+            s.headers = {"Content-Type: application/json"};
+            s.body = chat_body("tiny", prompt, 300, true);
+            s.timeout = 120s;
+            bool first = true;
+            auto end = fleet::http_stream(
+                s,
+                [&](std::string_view) {
+                    if (first) ++started;
+                    first = false;
+                    return true;
+                },
+                [] { return false; });
+            if (end.ok()) hosts[i] = end->header("X-Rustycage-Host");
+            if (first) ++started;
+        });
+        ASSERT_TRUE(eventually([&] { return started.load() > i; }, 60s));
+    }
+    for (auto & t : streams) t.join();
+    std::map<std::string, int> by_host;
+    for (const auto & h : hosts) ++by_host[h];
+    EXPECT_GE(by_host.size(), 2u) << "a hot conversation spreads: h2=" << by_host["h2"] << " h1=" << by_host["h1"] << " h3=" << by_host["h3"];
+    EXPECT_LE(by_host["h2"], 4);
+}
+
+TEST_F(gateway_fleet, a_host_that_dies_before_answering_is_retried_elsewhere_and_a_down_host_gets_nothing) {
+    // The gateway learns that h1 holds this conversation (affinity), then h1's server stops
+    // answering: its lookup times out, affinity still picks h1, the connection is accepted by the
+    // kernel and nothing comes back — until the server is killed and the request fails over.
+    const std::string prompt = long_prompt("failover");
+    int on_h1 = 0;
+    for (int i = 0; i < 12 && on_h1 == 0; ++i) {
+        // Until a request of this conversation lands on h1 (the planner spreads fresh ones by hash).
+        auto r = post("/v1/chat/completions", chat_body("tiny", std::to_string(i) + prompt, 2));
+        ASSERT_TRUE(r.ok() && r->ok());
+        if (r->header("X-Rustycage-Host") == "h1") on_h1 = i + 1;
+    }
+    ASSERT_GT(on_h1, 0) << "some request went to h1";
+    const std::string conversation = std::to_string(on_h1 - 1) + prompt;
+    const int pid = server_pid("h1");
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+
+    std::optional<result<fleet::http_reply>> answer;
+    std::thread client([&] { answer = post("/v1/chat/completions", chat_body("tiny", conversation, 2), 120s); });
+    const bool waited_on_h1 = eventually([&] {
+        auto h = gw->context().hosts.host("h1");
+        return h && h->inflight == 1;
+    }, 20s);
+    ::kill(pid, SIGKILL);
+    client.join();
+    ASSERT_TRUE(waited_on_h1) << "the request was sent to h1";
+    ASSERT_TRUE(answer && answer->ok()) << (answer ? answer->err().message : "no answer");
+    EXPECT_EQ((*answer)->status, 200) << (*answer)->body;
+    EXPECT_NE((*answer)->header("X-Rustycage-Host"), "h1");
+    EXPECT_EQ((*answer)->header("X-Rustycage-Route"), "failover");
+    EXPECT_EQ(routed("h1", "affinity"), 1) << "lookups timed out: affinity chose h1";
+    EXPECT_EQ(routed("h2", "failover") + routed("h3", "failover"), 1);
+
+    // Now h1 dies for good (agent and server): once its lease expires it is down and gets nothing.
+    agents[0]->kill_agent(server_pid("h1"));
+    ASSERT_TRUE(eventually([&] { return state("h1") == "down"; }, 30s)) << gw->context().hosts.to_json().dump();
+    const double h1_before = routed("h1");
+    for (int i = 0; i < 6; ++i) {
+        auto r = post("/v1/chat/completions", chat_body("tiny", "after " + std::to_string(i), 2));
+        ASSERT_TRUE(r.ok() && r->ok());
+        EXPECT_NE(r->header("X-Rustycage-Host"), "h1");
+    }
+    EXPECT_EQ(routed("h1"), h1_before) << "a down host gets no traffic";
+}
+
+TEST_F(gateway_fleet, a_stream_that_dies_midway_ends_with_an_error_in_the_dialects_shape) {
+    fleet::http_request s;
+    s.method = "POST";
+    s.url = base + "/api/chat";
+    s.headers = {"Content-Type: application/json"};
+    s.body = json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "tell a long story"}}}}, {"stream", true},
+                  {"options", {{"num_predict", 600}, {"temperature", 0}}}}
+                 .dump();
+    s.timeout = 120s;
+    std::string body;
+    bool killed = false;
+    auto end = fleet::http_stream(
+        s,
+        [&](std::string_view d) {
+            body.append(d);
+            if (!killed && std::count(body.begin(), body.end(), '\n') >= 3) {
+                killed = true;
+                // Which host streams is in no chunk: ask the gateway for the one with a request in flight.
+                for (const auto & h : gw->context().hosts.hosts())
+                    if (h.inflight > 0) ::kill(server_pid(h.id), SIGKILL);
+            }
+            return true;
+        },
+        [] { return false; });
+    ASSERT_TRUE(end.ok()) << end.err().message;
+    ASSERT_TRUE(killed) << body;
+    std::vector<json> lines;
+    for (size_t at = 0, nl; (nl = body.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(json::parse(body.substr(at, nl - at), nullptr, false));
+    ASSERT_FALSE(lines.empty());
+    EXPECT_TRUE(lines.back().contains("error")) << "the last line is Ollama's error shape: " << body.substr(body.size() > 400 ? body.size() - 400 : 0);
+    EXPECT_FALSE(lines.back().value("done", false));
+    int done = 0;
+    for (const auto & l : lines) done += l.value("done", false);
+    EXPECT_EQ(done, 0) << "never a second (retried) answer";
+}

@@ -1,0 +1,282 @@
+// Units of the gateway without processes: the route planner (every branch), request shapes and
+// their canonical texts, the prefix index, and the host table over an in-memory etcd.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_etcd.h"
+#include "gateway/host_table.h"
+#include "gateway/prefix_index.h"
+#include "gateway/request_shape.h"
+#include "gateway/route_planner.h"
+#include "gateway/upstream_call.h"
+
+using namespace rc;
+using namespace rc::gateway;
+using json = nlohmann::json;
+
+namespace {
+
+route_candidate cand(const std::string & id, int busy = 0, std::optional<kv_answer> lookup = std::nullopt, double affinity = 0) {
+    route_candidate c;
+    c.id = id;
+    c.busy = busy;
+    c.slots = 4;
+    c.lookup = lookup;
+    c.affinity = affinity;
+    return c;
+}
+
+kv_answer answer(int prompt, int ctx, int host = 0, int disk = 0) {
+    kv_answer a;
+    a.prompt_tokens = prompt;
+    a.context = ctx;
+    a.host = host;
+    a.disk = disk;
+    return a;
+}
+
+}  // namespace
+
+TEST(route_planner, cached_tokens_win_and_tiers_are_weighted_context_over_host_over_disk) {
+    route_weights w;
+    auto p = plan_route(route_policy::cache, {cand("a", 0, answer(1000, 0, 0, 900)), cand("b", 0, answer(1000, 0, 900)), cand("c", 0, answer(1000, 0))},
+                        w, 7, 0);
+    ASSERT_EQ(p.order.size(), 3u);
+    EXPECT_EQ(p.order[0], "b") << "900 tokens in host RAM beat 900 on disk";
+    EXPECT_EQ(p.order[1], "a");
+    EXPECT_EQ(p.reason, "cache_host");
+    p = plan_route(route_policy::cache, {cand("a", 0, answer(1000, 800)), cand("b", 0, answer(1000, 0, 900))}, w, 7, 0);
+    EXPECT_EQ(p.order[0], "a") << "800 in context (worth 800) beat 900 in host RAM (worth 765)";
+    EXPECT_EQ(p.reason, "cache_context");
+    p = plan_route(route_policy::cache, {cand("a", 0, answer(1000, 0, 0, 500)), cand("b", 0, answer(1000, 0))}, w, 7, 0);
+    EXPECT_EQ(p.order[0], "a");
+    EXPECT_EQ(p.reason, "cache_disk");
+}
+
+TEST(route_planner, load_outweighs_a_cache_once_the_host_is_occupied) {
+    route_weights w;
+    // Whole prompt cached on a: it wins while fewer than `slots` requests occupy it.
+    for (int busy = 0; busy < 4; ++busy) {
+        auto p = plan_route(route_policy::cache, {cand("a", busy, answer(1000, 999)), cand("b", 0, answer(1000, 0))}, w, 1, 0);
+        EXPECT_EQ(p.order[0], "a") << "busy " << busy;
+    }
+    auto p = plan_route(route_policy::cache, {cand("a", 4, answer(1000, 999)), cand("b", 0, answer(1000, 0))}, w, 1, 0);
+    EXPECT_EQ(p.order[0], "b") << "a fully occupied host loses to an idle one";
+    EXPECT_EQ(p.reason, "load");
+    // Half the prompt cached: worth half the slots.
+    p = plan_route(route_policy::cache, {cand("a", 2, answer(1000, 499)), cand("b", 0, answer(1000, 0))}, w, 1, 0);
+    EXPECT_EQ(p.order[0], "b");
+    // A heavier load weight spreads sooner.
+    route_weights heavy = w;
+    heavy.load = 4;
+    p = plan_route(route_policy::cache, {cand("a", 1, answer(1000, 999)), cand("b", 0, answer(1000, 0))}, heavy, 1, 0);
+    EXPECT_EQ(p.order[0], "b");
+}
+
+TEST(route_planner, a_hot_prefix_spreads_over_hosts_instead_of_piling_onto_one) {
+    // Requests that all share a prompt a holds, arriving while earlier ones still run: simulate the
+    // gateway's in-flight counts and count where they land.
+    route_weights w;
+    std::map<std::string, int> busy = {{"a", 0}, {"b", 0}, {"c", 0}};
+    for (int i = 0; i < 12; ++i) {
+        std::vector<route_candidate> cs;
+        for (const auto & [id, n] : busy) cs.push_back(cand(id, n, answer(1000, id == "a" ? 999 : 0)));
+        ++busy[plan_route(route_policy::cache, cs, w, static_cast<uint64_t>(i), static_cast<uint64_t>(i)).order[0]];
+    }
+    EXPECT_EQ(busy["a"], 6) << "a takes up to slots + its cache advantage, not all 12";
+    EXPECT_EQ(busy["b"] + busy["c"], 6);
+    EXPECT_GE(std::min(busy["b"], busy["c"]), 2) << "the overflow is shared, not piled onto the next host";
+}
+
+TEST(route_planner, without_lookup_answers_affinity_decides_and_unloaded_models_cost) {
+    route_weights w;
+    auto p = plan_route(route_policy::cache, {cand("a", 0, std::nullopt, 0.9), cand("b", 0, std::nullopt, 0)}, w, 3, 0);
+    EXPECT_EQ(p.order[0], "a");
+    EXPECT_EQ(p.reason, "affinity");
+    // An answer beats an estimate of the same size (the estimate is discounted).
+    p = plan_route(route_policy::cache, {cand("a", 0, std::nullopt, 0.9), cand("b", 0, answer(100, 80))}, w, 3, 0);
+    EXPECT_EQ(p.order[0], "b");
+    // A host that would have to load the model first is the last resort.
+    auto unloaded = cand("a", 0, answer(100, 0));
+    unloaded.lookup->loaded = false;
+    p = plan_route(route_policy::cache, {unloaded, cand("b", 3, answer(100, 0))}, w, 3, 0);
+    EXPECT_EQ(p.order[0], "b");
+    auto by_record = cand("a");
+    by_record.model_loaded = false;
+    p = plan_route(route_policy::least_loaded, {by_record, cand("b", 3)}, w, 3, 0);
+    EXPECT_EQ(p.order[0], "b");
+}
+
+TEST(route_planner, equal_hosts_share_and_policies_behave_as_named) {
+    route_weights w;
+    std::map<std::string, int> first;
+    for (uint64_t spread = 0; spread < 300; ++spread)
+        ++first[plan_route(route_policy::cache, {cand("a"), cand("b"), cand("c")}, w, spread * 2654435761u, 0).order[0]];
+    for (const auto & [id, n] : first) EXPECT_GT(n, 60) << id << ": ties spread across hosts";
+    auto p = plan_route(route_policy::cache, {cand("a"), cand("b"), cand("c")}, w, 42, 0);
+    EXPECT_EQ(p.reason, "load");
+    EXPECT_EQ(plan_route(route_policy::cache, {cand("a"), cand("b"), cand("c")}, w, 42, 9).order, p.order) << "a conversation keeps its tie-break";
+
+    // A prefix every host holds alike leaves the choice to load.
+    p = plan_route(route_policy::cache, {cand("a", 1, answer(100, 50)), cand("b", 0, answer(100, 50))}, w, 1, 0);
+    EXPECT_EQ(p.order[0], "b");
+    EXPECT_EQ(p.reason, "load");
+
+    // Least loaded ignores caches; round robin ignores both and rotates.
+    p = plan_route(route_policy::least_loaded, {cand("a", 1, answer(100, 99)), cand("b", 0, answer(100, 0))}, w, 1, 0);
+    EXPECT_EQ(p.order[0], "b");
+    std::vector<std::string> rr;
+    for (uint64_t t = 0; t < 4; ++t) rr.push_back(plan_route(route_policy::round_robin, {cand("b"), cand("a", 3), cand("c")}, w, 1, t).order[0]);
+    EXPECT_EQ(rr, (std::vector<std::string>{"a", "b", "c", "a"}));
+    EXPECT_EQ(plan_route(route_policy::round_robin, {cand("b"), cand("a")}, w, 1, 0).reason, "round_robin");
+    EXPECT_EQ(plan_route(route_policy::cache, {cand("b")}, w, 1, 0).reason, "only");
+    EXPECT_TRUE(plan_route(route_policy::cache, {}, w, 1, 0).order.empty());
+    EXPECT_EQ(parse_route_policy("least-loaded"), route_policy::least_loaded);
+    EXPECT_FALSE(parse_route_policy("random").has_value());
+}
+
+TEST(request_shape, reads_model_lookup_body_and_a_canonical_text_with_the_prefix_property) {
+    json turn1 = {{"model", "tiny"}, {"messages", {{{"role", "system"}, {"content", "be brief"}}, {{"role", "user"}, {"content", "hello"}}}}};
+    json turn2 = turn1;
+    turn2["messages"].push_back({{"role", "assistant"}, {"content", "hi there"}});
+    turn2["messages"].push_back({{"role", "user"}, {"content", std::string(600, 'x')}});
+    auto s1 = shape_request("POST", "/v1/chat/completions", turn1.dump(), {});
+    auto s2 = shape_request("POST", "/v1/chat/completions", turn2.dump(), {});
+    ASSERT_TRUE(s1.ok() && s2.ok());
+    EXPECT_EQ(s1->model, "tiny");
+    EXPECT_TRUE(s1->lookup);
+    EXPECT_EQ(s1->lookup_body["api"], "openai");
+    EXPECT_EQ(s1->lookup_body["messages"], turn1["messages"]);
+    EXPECT_TRUE(s2->canonical.starts_with(s1->canonical)) << "a resumed conversation extends the earlier text";
+
+    // Another salt or model shares no prefix.
+    json salted = turn2;
+    salted["cache_salt"] = "tenant-b";
+    EXPECT_NE(shape_request("POST", "/v1/chat/completions", salted.dump(), {})->canonical.substr(0, 12), s2->canonical.substr(0, 12));
+
+    auto ol = shape_request("POST", "/api/chat", turn1.dump(), {});
+    EXPECT_TRUE(ol->ollama);
+    EXPECT_EQ(ol->lookup_body["api"], "ollama");
+    auto gen = shape_request("POST", "/api/generate", R"({"model":"tiny","prompt":""})", {});
+    EXPECT_FALSE(gen->lookup) << "an empty prompt loads or unloads: nothing to look up";
+    auto ids = shape_request("POST", "/v1/completions", R"({"model":"tiny","prompt":[1,2,3]})", {});
+    EXPECT_TRUE(ids->lookup);
+    EXPECT_NE(ids->canonical.find("1,2,3,"), std::string::npos);
+    auto emb = shape_request("POST", "/v1/embeddings", R"({"model":"e","input":"x"})", {});
+    EXPECT_EQ(emb->model, "e");
+    EXPECT_FALSE(emb->lookup);
+    auto props = shape_request("GET", "/props", "", {{"model", "tiny"}});
+    EXPECT_EQ(props->model, "tiny");
+
+    EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", "not json", {}).ok());
+    EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", R"({"model":3})", {}).ok());
+    EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", "[1]", {}).ok());
+    // Nested beyond the hosts' depth bound: refused here, never forwarded.
+    const std::string deep = R"({"model":"tiny","messages":)" + std::string(200, '[') + std::string(200, ']') + "}";
+    EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", deep, {}).ok());
+    EXPECT_TRUE(same_model("tiny", "tiny:latest"));
+    EXPECT_TRUE(same_model("tiny.gguf", "tiny"));
+    EXPECT_FALSE(same_model("tiny", "tiny:q8"));
+}
+
+TEST(prefix_index, remembers_which_host_was_sent_a_prefix_and_forgets_least_recent_first) {
+    prefix_index idx(8);
+    const std::string conv(1024, 'a');
+    const std::string longer = conv + std::string(1024, 'b');
+    idx.record(prefix_chain(conv), "h1");
+    auto aff = idx.affinity(prefix_chain(longer), longer.size());
+    ASSERT_EQ(aff.size(), 1u);
+    EXPECT_DOUBLE_EQ(aff["h1"], 0.5) << "h1 was sent the first half";
+    idx.record(prefix_chain(longer), "h2");
+    aff = idx.affinity(prefix_chain(longer), longer.size());
+    EXPECT_DOUBLE_EQ(aff["h2"], 1.0);
+    EXPECT_DOUBLE_EQ(aff["h1"], 0.5);
+    EXPECT_TRUE(idx.affinity(prefix_chain(std::string(1024, 'z')), 1024).empty());
+    EXPECT_LE(idx.size(), 8u);
+    idx.record(prefix_chain(std::string(8 * 256, 'q')), "h3");  // 8 fresh keys push every old one out
+    EXPECT_TRUE(idx.affinity(prefix_chain(longer), longer.size()).empty());
+}
+
+TEST(upstream_call, error_frames_follow_the_stream_framing_and_lookup_replies_parse) {
+    auto nd = stream_error_frame("/api/chat", "application/x-ndjson", "boom");
+    EXPECT_EQ(json::parse(nd)["error"], "boom");
+    auto sse = stream_error_frame("/v1/chat/completions", "text/event-stream", "boom");
+    ASSERT_TRUE(sse.starts_with("data: "));
+    EXPECT_EQ(json::parse(sse.substr(6))["error"]["code"], "upstream_failed");
+    EXPECT_TRUE(stream_error_frame("/v1/responses", "text/event-stream", "boom").starts_with("event: error\n"));
+
+    fleet::http_reply r;
+    r.status = 200;
+    r.body = R"({"model":"tiny","loaded":true,"prompt_tokens":100,"cached_tokens":70,"tiers":{"context":50,"host":20,"disk":0},"load":{"running":2,"queued":1,"slots":4}})";
+    auto l = parse_lookup_reply(r);
+    ASSERT_TRUE(l.answer.has_value());
+    EXPECT_EQ(l.answer->context, 50);
+    EXPECT_EQ(l.answer->host, 20);
+    EXPECT_EQ(l.busy, 3);
+    EXPECT_EQ(l.slots, 4);
+    r.status = 503;
+    EXPECT_FALSE(parse_lookup_reply(r).answer.has_value());
+    EXPECT_FALSE(parse_lookup_reply(make_error(errc::unavailable, "timed out")).answer.has_value());
+}
+
+TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
+    test::fake_etcd etcd;
+    fleet::fleet_keys keys;
+    auto put_host = [&](const std::string & id, bool ready, int pid, const std::string & model) {
+        fleet::host_record r;
+        r.id = id;
+        r.openai_url = "http://127.0.0.1:" + std::to_string(1000 + pid);
+        r.server.ready = ready;
+        r.server.state = ready ? "ready" : "starting";
+        r.server.pid = pid;
+        r.models.push_back({model, "sha256-x", "ready", true, 1});
+        r.models.push_back({"bad", "sha256-y", "quarantined", false, 1});
+        r.load.known = true;
+        r.load.running = 2;
+        ASSERT_TRUE(etcd.put(keys.host(id), fleet::to_json(r).dump()).ok());
+    };
+    put_host("a", true, 1, "tiny");
+    put_host("b", false, 2, "tiny");
+    put_host("c", true, 3, "other");
+    ASSERT_TRUE(etcd.put(keys.health_entry("c", "a"), R"({"state":"degraded","ready":false,"error":"timeout"})").ok());
+    host_table t(etcd, keys, std::chrono::seconds(60));
+    EXPECT_FALSE(t.synced());
+    ASSERT_TRUE(t.refresh());
+    EXPECT_TRUE(t.synced());
+    EXPECT_EQ(t.state_of("a"), "up");
+    EXPECT_EQ(t.state_of("b"), "degraded") << "not ready";
+    EXPECT_EQ(t.state_of("c"), "degraded") << "a peer cannot reach it";
+    EXPECT_EQ(t.state_of("nobody"), "down");
+    auto a = t.host("a").value();
+    EXPECT_TRUE(a.routable());
+    EXPECT_TRUE(a.serves("tiny:latest"));
+    EXPECT_FALSE(a.serves("bad")) << "quarantined models are not served";
+    EXPECT_EQ(a.busy(), 2) << "the record's load until the gateway knows better";
+
+    {
+        auto t1 = t.begin("a");
+        auto t2 = t.begin("a");
+        auto t3 = t.begin("a");
+        EXPECT_EQ(t.host("a")->inflight, 3);
+        EXPECT_EQ(t.host("a")->busy(), 3);
+    }
+    EXPECT_EQ(t.host("a")->inflight, 0);
+    t.note_load("a", 5, 8);
+    EXPECT_EQ(t.host("a")->busy(), 5);
+    EXPECT_EQ(t.host("a")->slots, 8);
+
+    t.eject("a");
+    EXPECT_FALSE(t.host("a")->routable());
+    put_host("a", true, 9, "tiny");  // its agent restarted the server
+    ASSERT_TRUE(t.refresh());
+    EXPECT_TRUE(t.host("a")->routable()) << "a new server is not held to the old one's failure";
+
+    ASSERT_TRUE(etcd.del(keys.host("a")).ok());
+    ASSERT_TRUE(t.refresh());
+    EXPECT_EQ(t.state_of("a"), "down") << "its lease expired";
+    EXPECT_FALSE(t.host("a")->routable());
+    etcd.set_down(true);
+    EXPECT_FALSE(t.refresh());
+    EXPECT_EQ(t.state_of("b"), "degraded") << "an etcd outage keeps the last picture";
+}
