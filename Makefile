@@ -62,7 +62,7 @@ FUZZ_SECONDS ?= 60
 # protocol shapes rather than memory safety, run in `make test` only.
 sanitize:
 	@$(MAKE) build BUILD=$(ASAN_BUILD) CMAKE_ARGS="$(ASAN_ARGS)"
-	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	@ASAN_OPTIONS=detect_leaks=1:handle_segv=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --test-dir $(ASAN_BUILD) --output-on-failure -j 2 --timeout 900
 
 fuzz: setup

@@ -249,7 +249,7 @@ TEST_F(ollama, chat_renders_tools_and_tool_history) {
     json base = {{"model", "demo"}, {"stream", false}, {"options", {{"num_predict", 1}}},
                  {"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}};
     json with_tools = base;
-    with_tools["tools"] = {weather_tool()};
+    with_tools["tools"] = json::array({weather_tool()});
     int plain = post("/api/chat", base)["prompt_eval_count"];
     int tooled = post("/api/chat", with_tools)["prompt_eval_count"];
     EXPECT_GT(tooled, plain + 20) << "the tool definition is part of the prompt";

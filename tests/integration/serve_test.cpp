@@ -130,7 +130,7 @@ TEST_F(serve, json_schema_response_format_yields_valid_json) {
 
 TEST_F(serve, forced_tool_call_round_trip) {
     json body = chat("Weather in Paris?", 200);
-    body["tools"] = {weather_tool()};
+    body["tools"] = json::array({weather_tool()});
     body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
     json r = post("/v1/chat/completions", body);
     const auto & msg = r["choices"][0]["message"];
@@ -146,7 +146,7 @@ TEST_F(serve, forced_tool_call_round_trip) {
 
     // Send the tool result back; the conversation continues.
     json next = chat("Weather in Paris?", 4);
-    next["tools"] = {weather_tool()};
+    next["tools"] = json::array({weather_tool()});
     next["messages"].push_back(msg);
     next["messages"].push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "{\"temp\":21}"}});
     json r2 = post("/v1/chat/completions", next);

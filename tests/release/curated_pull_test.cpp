@@ -68,7 +68,8 @@ class curated_pull : public ::testing::Test {
     }
 
     bool downloaded(const std::string & file) {
-        for (const auto & req : hub_->stats()["requests"])
+        const json stats = hub_->stats();  // iterated below: must outlive the loop
+        for (const auto & req : stats["requests"])
             if (contains(req.value("path", ""), "/resolve/") && contains(req.value("path", ""), file) && req.value("method", "") == "GET") return true;
         return false;
     }
