@@ -55,7 +55,7 @@ fleet-demo: build
 # `make fuzz` builds the libFuzzer targets (fuzz/README.md) in the same tree and runs each for
 # FUZZ_SECONDS — so CI compiles our code instrumented once, not twice.
 ASAN_BUILD   ?= build-asan
-ASAN_ARGS    := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=ON
+ASAN_ARGS    := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=ON -DRUSTYCAGE_BENCH=OFF
 FUZZ_SECONDS ?= 60
 # The C++ suites (ctest) run instrumented; they drive the real server binary over HTTP, so the
 # request path runs under the sanitizers too. The npm client and browser suites, which check

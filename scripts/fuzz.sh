@@ -17,7 +17,7 @@ done
 if [ ! -f "$build/build.ninja" ]; then
     # The same configuration as `make sanitize`, which runs the suite in this tree (Makefile).
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-          -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=ON >/dev/null
+          -DRUSTYCAGE_FUZZ=ON -DRUSTYCAGE_TESTS=ON -DRUSTYCAGE_BENCH=OFF >/dev/null
 fi
 cmake --build "$build" --target fuzzers -j 2
 

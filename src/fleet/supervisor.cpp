@@ -44,6 +44,15 @@ std::string supervisor::describe_exit(int st) {
 
 void supervisor::set_state(const std::string & state) {
     std::lock_guard<std::mutex> lock(mu_);
+    set_state_locked(state);
+}
+
+void supervisor::set_state_locked(const std::string & state) {
+    // A crash loop lasts until a child gets ready (or is replaced, or the supervisor stops): the
+    // retries inside it start and back off, but the host stays "crash_loop" for its peers.
+    if (state == "crash_loop") looping_ = true;
+    if (state == "ready" || state == "stopped" || state == "draining") looping_ = false;
+    if (looping_ && (state == "starting" || state == "backoff")) return;
     if (snap_.state != state) {
         snap_.state = state;
         snap_.since = std::chrono::system_clock::now();
@@ -228,8 +237,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.pid = 0;
         snap_.last_exit = describe_exit(status);
-        snap_.state = "backoff";  // never "ready" without a child
-        snap_.since = std::chrono::system_clock::now();
+        set_state_locked("backoff");  // never "ready" without a child
     }
     return status;
 }
@@ -255,6 +263,10 @@ void supervisor::run() {
             planned = std::exchange(restart_requested_, false);
         }
         if (planned) {
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                looping_ = false;
+            }
             failures = 0;
             loop_reported = false;
             recent.clear();
@@ -314,6 +326,7 @@ void supervisor::run() {
             std::lock_guard<std::mutex> lock(mu_);
             if (restart_requested_) {  // replaced while waiting to restart: start the new argv now, afresh
                 restart_requested_ = false;
+                looping_ = false;
                 backoff = opts_.initial_backoff;
                 failures = 0;
                 loop_reported = false;

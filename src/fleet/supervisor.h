@@ -83,6 +83,7 @@ class supervisor {
     int run_child(bool & reached_ready, std::chrono::steady_clock::time_point & ready_at);
     void handle_output(const char * data, size_t n, std::string & partial, bool & listening);
     void set_state(const std::string & state);
+    void set_state_locked(const std::string & state);  // mu_ held
     bool wait_or_stop(std::chrono::milliseconds d);
 
     supervisor_options opts_;
@@ -93,6 +94,7 @@ class supervisor {
     bool stopping_ = false;
     bool restart_requested_ = false;
     supervisor_snapshot snap_;
+    bool looping_ = false;  // in a crash loop: retries do not leave the crash_loop state
     std::deque<std::string> tail_;
 };
 
