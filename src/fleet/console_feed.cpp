@@ -8,14 +8,12 @@ namespace rc::fleet {
 result<nlohmann::ordered_json> read_console_document(etcd_client & etcd, const fleet_keys & keys) {
     auto fleet = read_fleet(etcd, keys);
     if (!fleet.ok()) return fleet.err();
-    auto incidents = read_incidents(etcd, keys);
-    if (!incidents.ok()) return incidents.err();
     nlohmann::ordered_json doc = {{"schema", 1}};
     doc["triager"] = fleet.value().triager.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(fleet.value().triager);
     doc["hosts"] = nlohmann::ordered_json::array();
     for (const auto & h : fleet.value().hosts) doc["hosts"].push_back(to_json(h));
     doc["incidents"] = nlohmann::ordered_json::array();
-    for (const auto & v : incidents.value()) doc["incidents"].push_back(to_json(v));
+    for (const auto & v : fleet.value().incidents) doc["incidents"].push_back(to_json(v));
     auto rollouts = read_rollouts(etcd, keys);
     if (!rollouts.ok()) return rollouts.err();
     doc["rollouts"] = nlohmann::ordered_json::array();

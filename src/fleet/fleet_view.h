@@ -40,16 +40,18 @@ struct host_view {
 
 std::string derive_host_state(const std::optional<host_record> & record, const std::vector<health_observation> & observations, std::string & why);
 
-struct fleet_snapshot {
-    std::vector<host_view> hosts;  // by id
-    std::string triager;           // the elected triager's host, or ""
-};
-result<fleet_snapshot> read_fleet(etcd_client & etcd, const fleet_keys & keys);
-
 struct incident_view {
     fleet_incident incident;
     std::optional<outbox_entry> outbox;
 };
+
+struct fleet_snapshot {
+    std::vector<host_view> hosts;          // by id
+    std::string triager;                   // the elected triager's host, or ""
+    std::vector<incident_view> incidents;  // newest first, as read_incidents (read anyway for open_incidents)
+};
+result<fleet_snapshot> read_fleet(etcd_client & etcd, const fleet_keys & keys);
+
 // Newest first (ids start with their time).
 result<std::vector<incident_view>> read_incidents(etcd_client & etcd, const fleet_keys & keys);
 // By id, or by a unique prefix of one. Errors: not_found, invalid_argument (ambiguous prefix), unavailable.

@@ -5,6 +5,7 @@
 #include <cpp-httplib/httplib.h>
 #include <signal.h>
 
+#include <set>
 #include <thread>
 
 #include "fleet/supervisor.h"
@@ -50,6 +51,14 @@ TEST(supervisor, starts_that_never_get_ready_are_one_crash_loop) {
     supervisor s(sh("echo 'error: cannot preload tiny'; exit 3"), std::ref(rec));
     std::thread t([&] { s.run(); });
     ASSERT_TRUE(eventually([&] { return rec.count(supervisor_event::kind::exited) >= 5; }, 30s));
+    // Once in the loop its retries start and back off, but peers see crash_loop throughout.
+    const size_t seen = rec.count(supervisor_event::kind::exited);
+    std::set<std::string> states;
+    ASSERT_TRUE(eventually([&] {
+        states.insert(s.snapshot().state);
+        return rec.count(supervisor_event::kind::exited) >= seen + 2;
+    }, 30s));
+    EXPECT_EQ(states, std::set<std::string>{"crash_loop"});
     s.stop();
     t.join();
     EXPECT_EQ(rec.count(supervisor_event::kind::crash_loop), 1) << "one crash loop, however long it lasts";
