@@ -103,6 +103,9 @@ result<model_name> model_name::parse(std::string_view text) {
         n.model = std::string(parts.back());
         if (parts.size() >= 2) n.ns = std::string(parts[parts.size() - 2]);
         if (parts.size() == 3) n.host = lower(parts[0]);
+        // "local/hf.co/m" would be shown as "hf.co/m", which reads back as a (malformed) Hugging Face name.
+        if (const std::string ns = lower(n.ns); ns == hf_host || ns == "huggingface.co")
+            return invalid(text, "the namespace " + safe_quote(n.ns) + " is reserved for Hugging Face names");
     }
 
     const std::array<std::pair<std::string_view, const std::string *>, 4> components{

@@ -112,6 +112,9 @@ TEST(model_name, traversal_and_malformed_names_are_refused_with_the_problem_name
         {"hf.co/owner", "Hugging Face names"},
         {"hf.co/a/b/c", "Hugging Face names"},
         {"hf.co/", "empty"},
+        {"locAl/huggingface.co/ate", "reserved for Hugging Face"},  // found by fuzz_model_name: shown as hf.co/...
+        {"local/HF.co/m:t", "reserved for Hugging Face"},
+        {"example.com/hf.co/m", "reserved for Hugging Face"},
         {"http://example.com/a/b", "only https://huggingface.co/"},
         {"file:///etc/passwd", "only https://huggingface.co/"},
     };
