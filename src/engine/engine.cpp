@@ -105,7 +105,6 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
         e->impl_->planner = std::move(planner.value());
         // Chunks the backends handle well: GPU kernels tile in 64s, the CPU's in 16s.
         e->impl_->chunk_align = llama_supports_gpu_offload() ? 64 : 16;
-        e->impl_->calibrate_step_cost();
         e->impl_->wake = [raw = e.get()] {
             {
                 std::lock_guard lock(raw->mutex_);
@@ -117,7 +116,12 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
 
     rc::log::info("engine", "started", {{"model", m->path()}, {"n_ctx", e->n_ctx_}, {"parallel", opts.n_parallel},
                                         {"threads", threads}, {"embedding", info.is_embedding}});
-    e->thread_ = std::thread([raw = e.get()] { raw->run(); });
+    // The step cost is calibrated on the engine's thread (graphs run there only); start() returns
+    // once it is known, so the first request is already sized by it.
+    std::promise<void> calibrated;
+    auto ready = calibrated.get_future();
+    e->thread_ = std::thread([raw = e.get(), &calibrated] { raw->run(calibrated); });
+    ready.wait();
     return e;
 }
 

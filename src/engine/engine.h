@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -110,7 +111,7 @@ class engine {
   private:
     struct impl;
     engine() = default;
-    void run();
+    void run(std::promise<void> & calibrated);
 
     std::shared_ptr<llama::model> model_;
     engine_options opts_;

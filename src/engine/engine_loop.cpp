@@ -5,11 +5,15 @@
 #include "engine/engine_impl.h"
 #include "engine/logprobs.h"
 #include "engine/scheduler.h"
+#include "llama/compute_thread.h"
 #include "util/log.h"
 
 namespace rc::engine {
 
 namespace {
+
+// How long an engine waits with nothing to do before it hands back its compute pool.
+constexpr auto idle_pool_release = std::chrono::milliseconds(200);
 
 double ms_between(steady::time_point a, steady::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
@@ -31,14 +35,26 @@ void send_error(request_channel & ch, errc code, const std::string & message) {
     ch.push(std::move(ev));
 }
 
-void engine::run() {
+void engine::run(std::promise<void> & calibrated) {
     auto & im = *impl_;
+    // Here, not on the thread that started the engine: graphs run on engine threads only
+    // (llama/compute_thread.h).
+    if (im.planner) im.calibrate_step_cost();
+    calibrated.set_value();
     bool progressed = false;
     for (;;) {
         {
             std::unique_lock lock(mutex_);
             // Nothing moved last time: sleep until a request, a hint, an I/O completion or the stop.
-            if (!progressed) wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty() || !lookups_.empty() || io_event_; });
+            // Idle for a moment, the compute pool goes back (llama/compute_thread.h): another engine's
+            // decode must not pay for this one's parked threads.
+            auto work = [&] { return stopping_ || !incoming_.empty() || !prefetches_.empty() || !lookups_.empty() || io_event_; };
+            if (!progressed && !wake_.wait_for(lock, idle_pool_release, work)) {
+                lock.unlock();
+                llama::release_compute_threads();
+                lock.lock();
+                wake_.wait(lock, work);
+            }
             io_event_ = false;
             if (stopping_) break;
             while (!prefetches_.empty()) {

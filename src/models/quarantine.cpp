@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "llama/compute_thread.h"
 #include "llama/gguf_metadata.h"
 #include "llama/model.h"
 #include "util/log.h"
@@ -118,7 +119,7 @@ result<quarantine_report> check_model(const quarantine_input & in) {
     if (!m) return refused("llama.cpp refused to load it (tensor validation on): " + m.err().message);
 
     t0 = steady::now();
-    if (auto st = try_generation(**m, rep); !st) return st.err();
+    if (auto st = llama::on_own_thread([&] { return try_generation(**m, rep); }); !st) return st.err();
     rep.generate_ms = ms_since(t0);
     rc::log::info("models", "quarantine_passed", {{"path", in.paths.front()}, {"arch", rep.architecture}, {"tokens", rep.generated_tokens},
                                                   {"stop", rep.stop_reason}, {"load_ms", rep.load_ms}, {"generate_ms", rep.generate_ms}});

@@ -4,6 +4,7 @@
 
 #include "engine/chat_format.h"
 #include "engine_fixture.h"
+#include "support/threads.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -251,4 +252,37 @@ TEST(engine, bad_requests_are_rejected_before_queueing) {
     bad_grammar.grammar.grammar = "root ::= (((";
     EXPECT_EQ(e->submit(bad_grammar).err().code, errc::invalid_argument);
     EXPECT_EQ(collect(*submit_ok(*e, greedy(e->model(), "still serving", 2))).tokens.size(), 2u);
+}
+
+// ggml's OpenMP keeps a worker pool for each thread that computes a graph, for that thread's life. A
+// pool left on the thread that started the engine (its step-cost calibration once ran there) made
+// libgomp's threads outnumber two CPUs, and every decode barrier then slept: decode 3x slower than
+// llama-server. Every thread the engine brought must end with it.
+TEST(engine, graph_work_leaves_no_threads_on_the_starting_thread) {
+    const int before = rc::test::process_threads();
+    {
+        engine::engine_options opts;
+        opts.n_threads = 2;  // a one-thread graph makes no OpenMP pool at all
+        auto e = start_engine("tiny-chat", opts);
+        ASSERT_TRUE(e);
+        EXPECT_EQ(collect(*submit_ok(*e, greedy(e->model(), "The quick brown fox", 4))).tokens.size(), 4u);
+        EXPECT_GT(rc::test::process_threads(), before);  // the engine's thread and its compute pool
+    }
+    EXPECT_TRUE(eventually([&] { return rc::test::process_threads() == before; }, std::chrono::seconds(10)))
+        << rc::test::process_threads() - before << " thread(s) outlived the engine";
+}
+
+// Two loaded models on two cores: the idle one's parked OpenMP pool alone made libgomp throttle the
+// busy one's barriers (decode 2.8x slower). An idle engine keeps only its own thread.
+TEST(engine, an_idle_engine_hands_back_its_compute_threads) {
+    const int before = rc::test::process_threads();
+    engine::engine_options opts;
+    opts.n_threads = 2;
+    auto e = start_engine("tiny-chat", opts);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(collect(*submit_ok(*e, greedy(e->model(), "The quick brown fox", 4))).tokens.size(), 4u);
+    EXPECT_TRUE(eventually([&] { return rc::test::process_threads() == before + 1; }, std::chrono::seconds(10)))
+        << rc::test::process_threads() - before << " threads besides this one while the engine idles";
+    // The next request starts a pool again and is served as before.
+    EXPECT_EQ(collect(*submit_ok(*e, greedy(e->model(), "The quick brown fox", 4))).tokens.size(), 4u);
 }

@@ -8,8 +8,10 @@
 #include <thread>
 
 #include "models/model_manager.h"
+#include "models/quarantine.h"
 #include "support/model_dir.h"
 #include "support/poll.h"
+#include "support/threads.h"
 
 using namespace rc;
 using namespace rc::models;
@@ -231,4 +233,18 @@ TEST_F(manager_test, concurrent_requests_share_one_load) {
     EXPECT_EQ(leases_of(*m, "demo"), 4);
     leases.clear();
     EXPECT_EQ(leases_of(*m, "demo"), 0);
+}
+
+// The quarantine's test generation computes graphs on the caller's thread's behalf (a pull worker, an
+// HTTP thread); the OpenMP pool it needs must not stay behind on that long-lived thread, where it
+// would make every engine's decode barriers sleep (llama/compute_thread.h).
+TEST(quarantine, test_generation_leaves_no_threads_behind) {
+    const int before = rc::test::process_threads();
+    rc::models::quarantine_input in;
+    in.paths = {rc::test::model_path("tiny-chat")};
+    auto report = rc::models::check_model(in);
+    ASSERT_TRUE(report.ok()) << report.err().message;
+    EXPECT_GT(report->generated_tokens, 0);
+    EXPECT_TRUE(rc::test::poll_until([&] { return rc::test::process_threads() == before; }, 10s))
+        << rc::test::process_threads() - before << " thread(s) outlived the check";
 }

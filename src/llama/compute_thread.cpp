@@ -1,0 +1,38 @@
+#include "llama/compute_thread.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace rc::llama {
+
+namespace {
+
+using pause_fn = int (*)(int);
+constexpr int omp_pause_soft = 1;  // omp_pause_resource_t (OpenMP 5.0)
+
+// Looked up at run time rather than linked: a release build loads the CPU backend, and with it the
+// OpenMP runtime, as a module, and builds without OpenMP have none. RTLD_NOLOAD finds a runtime
+// only if one is already loaded.
+pause_fn find_pause() {
+    for (const char * lib : {"libgomp.so.1", "libomp.so", "libomp.so.5"}) {
+        if (void * handle = dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
+            auto fn = reinterpret_cast<pause_fn>(dlsym(handle, "omp_pause_resource_all"));
+            dlclose(handle);  // drops only our reference: the runtime stays loaded by its user
+            if (fn) return fn;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+void release_compute_threads() {
+    // Looked for until found: a thread that has computed nothing yet may call before any runtime loads.
+    static std::atomic<pause_fn> found{nullptr};
+    pause_fn pause = found.load();
+    if (!pause && (pause = find_pause())) found.store(pause);
+    if (pause) pause(omp_pause_soft);
+}
+
+}  // namespace rc::llama
