@@ -211,7 +211,9 @@ TEST_F(kv_pressure, four_long_generations_on_a_pool_that_holds_two_are_preempted
         }
         EXPECT_GT(e->kv_stats().preemptions, 0u) << "the pool holds two: someone had to give way";
         EXPECT_EQ(e->stats().requests_failed, 0u);
-        if (with_host) EXPECT_GT(e->kv_stats().prompt_tokens.host, 0u) << "a swapped-out sequence came back from host RAM";
+        if (with_host) {
+            EXPECT_GT(e->kv_stats().prompt_tokens.host, 0u) << "a swapped-out sequence came back from host RAM";
+        }
     }
 }
 
@@ -253,7 +255,9 @@ TEST_F(kv_pressure, a_shared_system_prompt_survives_pressure_while_tails_are_evi
         auto tail = e->model().tokenize(" user " + std::to_string(c) + " asks question " + std::to_string(c * 13), false, false);
         p.insert(p.end(), tail.begin(), tail.end());
         auto r = run(*e, p, 24);
-        if (c > 0) EXPECT_GE(r.done.usage.cached_tokens, static_cast<int>(shared.size())) << "conversation " << c;
+        if (c > 0) {
+            EXPECT_GE(r.done.usage.cached_tokens, static_cast<int>(shared.size())) << "conversation " << c;
+        }
     }
     EXPECT_GT(e->kv_stats().evictions.context, 0u);
     EXPECT_GT(e->kv_stats().prompt_tokens.context, 0u) << "the shared head was reused from the context";
