@@ -94,11 +94,14 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
         make_room(need, false);
     }
     if (s->n_past > 0) planner->stats().add_tokens(kv::source::context, static_cast<uint64_t>(s->n_past));
+    // The idle conversations make way once this one has what it takes from them and from host RAM.
     if (plan.needs_disk() && tiers()) {
         start_promotion(std::move(s), std::move(plan));
+        demote_idle();
         return true;
     }
     restore_from_host(*s, plan);
+    demote_idle();
     ready_to_prefill(std::move(s));
     return true;
 }

@@ -130,6 +130,7 @@ struct engine::impl {
     void preempt(sequence & s);
     void retire(sequence & s, const std::shared_ptr<kv::write_group> & group);  // finished: keep it idle
     bool evict_lru_idle();                          // releases the least recently used idle conversation
+    void demote_idle();                             // idle conversations to the tiers, when another needs the context
     void store_blocks(sequence & s, int from, const std::shared_ptr<kv::write_group> & group = nullptr);
     void save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group = nullptr);
     void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);

@@ -53,6 +53,14 @@ class kv_lookup : public ::testing::Test {
         EXPECT_TRUE(l.has_value()) << "the engine answers a lookup between steps";
         return l.value_or(engine::kv_lookup{});
     }
+    // A request's "done" reaches the client before the engine retires its sequence and queues its
+    // write-back, and A may leave the context before B even runs: a lookup is answered between steps
+    // (two tokens: a one-token prompt is answered without the engine), so once it returns, the step
+    // that finished the last request is over and its I/O can be drained.
+    static void settle(engine::engine & e) {
+        EXPECT_TRUE(e.lookup({1, 2}, "", 10s).has_value());
+        e.kv()->drain_io();
+    }
     // Every counter a lookup must leave alone.
     static std::vector<uint64_t> counters(engine::engine & e) {
         const auto st = e.kv_stats();
@@ -118,7 +126,7 @@ TEST_F(kv_lookup, reports_host_and_disk_tiers_without_promoting) {
     run(*e, a);
     run(*e, b);  // one idle conversation is kept: A's blocks leave the context
     ASSERT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
-    e->kv()->drain_io();
+    settle(*e);
     const auto before = counters(*e);
     auto l = ask(*e, a);
     EXPECT_EQ(l.context, 0);

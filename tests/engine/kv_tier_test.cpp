@@ -345,3 +345,32 @@ TEST_F(kv_tiers, a_shared_system_prompt_is_stored_once) {
     EXPECT_LE(held, 1.1 * ideal) << "shared prompt blocks must be stored once";
     EXPECT_LT(held, 0.5 * duplicated) << "per-conversation copies would need " << duplicated << " bytes";
 }
+
+// llama.cpp attends over every used cell of the unified cache, other sequences' included: with host RAM
+// to keep it, an idle conversation leaves the context once another one runs, whatever
+// --kv-cached-sequences allows, and its next turn is served from host RAM with the same output.
+TEST_F(kv_tiers, an_idle_conversation_makes_way_for_another_and_comes_back_from_host_ram) {
+    auto e = start({.host_budget = 64u << 20, .cached_sequences = 8});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a), b = tokens(*e, prompt_b);
+    auto first = run(*e, a);
+    EXPECT_TRUE(eventually([&] { return e->stats().kv_cells_cached > 0; })) << "alone, A stays in the context";
+    run(*e, b);
+    EXPECT_EQ(e->kv_stats().evictions.context, 1u) << "B ran: A's cells left the context";
+    EXPECT_GT(e->kv()->host_bytes(), 0u);
+    auto again = run(*e, a);
+    EXPECT_EQ(again.tokens, first.tokens);
+    EXPECT_EQ(again.done.usage.cached_tokens, all_but_last(a.size()));
+    EXPECT_EQ(e->kv_stats().prompt_tokens.host, static_cast<uint64_t>(all_but_last(a.size())));
+}
+
+// Without a tier below, the context is the only cache: idle conversations stay.
+TEST_F(kv_tiers, without_a_tier_below_idle_conversations_stay_in_the_context) {
+    auto e = start({.host_budget = 0, .cached_sequences = 8});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    run(*e, a);
+    run(*e, tokens(*e, prompt_b));
+    EXPECT_EQ(e->kv_stats().evictions.context, 0u);
+    EXPECT_EQ(run(*e, a).done.usage.cached_tokens, all_but_last(a.size())) << "from the context";
+}
