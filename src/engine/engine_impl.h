@@ -79,6 +79,7 @@ struct engine::impl {
     bool whole_snapshots = false;
     step_cost_model step_cost;                        // sizes the prefill chunk while streams decode
     int chunk_align = 16;
+    size_t cell_bytes = 0;  // serialised KV per cell, measured by calibrate_step_cost (0: unknown)
     uint64_t next_order = 1;                          // admission and use counters (LRU, youngest)
     std::function<void()> wake;                       // wakes the engine thread (I/O completions)
 
@@ -131,6 +132,7 @@ struct engine::impl {
     void retire(sequence & s, const std::shared_ptr<kv::write_group> & group);  // finished: keep it idle
     bool evict_lru_idle();                          // releases the least recently used idle conversation
     void demote_idle();                             // idle conversations to the tiers, when another needs the context
+    bool tiers_can_keep(const sequence & s) const;  // its blocks fit what the tiers below hold
     void store_blocks(sequence & s, int from, const std::shared_ptr<kv::write_group> & group = nullptr);
     void save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group = nullptr);
     void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);

@@ -229,9 +229,18 @@ void engine::impl::demote_idle() {
     // left in the context slows every other sequence's steps (4k idle cells made a 1k-token prefill
     // 1.2-1.3x slower on bench-1b). With a tier below to keep it, an idle conversation leaves the
     // context once another sequence uses it; its resume is then a host restore, a copy of its blocks.
+    // (trim_idle marks it done; remove_finished drops it after the step.)
     if (!tiers()) return;
-    while (evict_lru_idle()) {
+    for (auto & s : active) {
+        if (!s->done && s->idle && tiers_can_keep(*s)) trim_idle(*s, 0);
     }
+}
+
+bool engine::impl::tiers_can_keep(const sequence & s) const {
+    // Without disk, a conversation that host RAM could not comfortably hold stays: demoting it would
+    // push older blocks out and lose its own tail.
+    if (tiers()->disk_enabled()) return true;
+    return cell_bytes > 0 && static_cast<size_t>(s.n_past) * cell_bytes <= tiers()->options().host_budget / 2;
 }
 
 int engine::impl::count_idle() const {

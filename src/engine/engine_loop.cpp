@@ -129,6 +129,7 @@ void engine::impl::calibrate_step_cost() {
         auto t0 = steady::now();
         int ret = llama_decode(ctx, batch->get());
         double ms = ms_between(t0, steady::now());
+        if (ret == 0 && n > 1) cell_bytes = llama_state_seq_get_size(ctx, scratch) / static_cast<size_t>(n);
         llama_memory_seq_rm(mem, scratch, -1, -1);
         return ret == 0 ? ms : -1.0;
     };

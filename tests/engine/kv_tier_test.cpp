@@ -374,3 +374,15 @@ TEST_F(kv_tiers, without_a_tier_below_idle_conversations_stay_in_the_context) {
     EXPECT_EQ(e->kv_stats().evictions.context, 0u);
     EXPECT_EQ(run(*e, a).done.usage.cached_tokens, all_but_last(a.size())) << "from the context";
 }
+
+// Host RAM too small to hold a conversation comfortably, and no disk: demoting it would only lose its
+// tail, so it stays in the context and its next turn is reused from there in full.
+TEST_F(kv_tiers, an_idle_conversation_too_large_for_host_ram_stays_in_the_context) {
+    auto e = start({.host_budget = 4096, .cached_sequences = 8});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    run(*e, a);
+    run(*e, tokens(*e, prompt_b));
+    EXPECT_EQ(e->kv_stats().evictions.context, 0u);
+    EXPECT_EQ(run(*e, a).done.usage.cached_tokens, all_but_last(a.size())) << "from the context";
+}
