@@ -77,7 +77,7 @@ trap 'exit 130' INT TERM
 free_port() {
     local p
     for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((20000 + RANDOM % 12000))  # below the ephemeral range (bench/run.sh)
         (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
     done
     die "no free port found"

@@ -85,7 +85,7 @@ elif [ "$mode" = quick ]; then
     prefill_sizes="512"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
     mixed_streams=3; mixed_long=1; mixed_long_tokens=500; mixed_interval=500
     rps_requests=16; rps_conc="4"
-    http_requests=200; http_conc="1 4"; http_gen=128
+    http_requests=200; http_conc="1 4"; http_gen=512
     rss_convs=4; rss_conc=4; rss_prompt=64; rss_gen=8
     resume_a=1024; resume_b=64
     shared_convs=6; shared_s=512; shared_u=64
@@ -180,10 +180,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Below Linux's ephemeral range (32768-60999): a port that a client connection holds as its local
+# end cannot be seen by the probe below, and a server then fails to bind it.
 free_port() {
     local p
     for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((20000 + RANDOM % 12000))
         (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
     done
     die "no free port found"

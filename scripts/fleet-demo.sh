@@ -20,7 +20,7 @@ trap cleanup EXIT INT TERM
 used=" "
 free_port() {
     while :; do
-        local p=$((20000 + RANDOM % 20000))
+        local p=$((20000 + RANDOM % 12000))  # below the ephemeral range
         [[ "$used" == *" $p "* ]] && continue
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then used+="$p "; echo "$p"; return; fi
     done
