@@ -79,7 +79,19 @@ else()
   target_link_libraries(rc_llama_cpp INTERFACE
     -Wl,--start-group ${B}/src/libllama.a ${B}/ggml/src/libggml.a ${rc_ggml_backend_libs}
     ${B}/ggml/src/libggml-base.a -Wl,--end-group Threads::Threads ${CMAKE_DL_LIBS} m)
-  if(OpenMP_CXX_FOUND)
+  # ggml's CPU code calls the OpenMP runtime of the compiler that built llama.cpp. A clang tree of
+  # ours (make sanitize, make fuzz) on a gcc-built llama.cpp must link that same runtime, libgomp:
+  # clang's own (libomp) would take the calls over and keep worker pools that
+  # llama::release_compute_threads() cannot hand back.
+  file(GLOB rc_llama_cc_info ${B}/CMakeFiles/*/CMakeCCompiler.cmake)
+  set(rc_llama_cc_id "")
+  if(rc_llama_cc_info)
+    list(GET rc_llama_cc_info 0 rc_llama_cc_info)
+    file(STRINGS ${rc_llama_cc_info} rc_llama_cc_id REGEX "^set\\(CMAKE_C_COMPILER_ID ")
+  endif()
+  if(rc_llama_cc_id MATCHES "\"GNU\"" AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    target_link_options(rc_llama_cpp INTERFACE -fopenmp=libgomp)
+  elseif(OpenMP_CXX_FOUND)
     target_link_libraries(rc_llama_cpp INTERFACE OpenMP::OpenMP_CXX)
   endif()
   if(RUSTYCAGE_CUDA)

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/http_server.h"
@@ -32,6 +33,8 @@ struct gateway_options {
 };
 
 struct gateway_context {
+    gateway_context(gateway_options o, host_table & h, gateway_metrics & m) : opts(std::move(o)), hosts(h), metrics(m) {}
+
     gateway_options opts;
     host_table & hosts;
     gateway_metrics & metrics;
