@@ -72,14 +72,14 @@ if [ "$mode" = smoke ]; then
     shared_convs=2; shared_s=128; shared_u=32
     disk_a=128
     noreuse_count=2; noreuse_conc=2; noreuse_prompt=32; noreuse_gen=4
-    kv_extra_servers="rustycage-recompute"
+    kv_extra_servers="llama-server-recompute rustycage-recompute"
     repro_ctx=256; repro_a=180; repro_gen=8; burst_ctx=256; burst_prompt=64; burst_gen=64
 elif [ "$mode" = kvfull ]; then
     resume_a=2048; resume_b=256
     shared_convs=6; shared_s=1536; shared_u=256; shared_turn=16
     disk_a=2048
     noreuse_count=4; noreuse_conc=4; noreuse_prompt=64; noreuse_gen=8  # as quick mode (--only tiering)
-    kv_extra_servers=""
+    kv_extra_servers=""  # no recompute baselines: the disk group measures recompute (a 2k-token prefill is 30-50 s here)
     repro_ctx=2560; repro_a=1825; repro_gen=16; burst_ctx=1280; burst_prompt=300; burst_gen=300
 elif [ "$mode" = quick ]; then
     prefill_sizes="512"; decode_streams="1 4 8 16"; decode_gen=16; decode_prompt=16
@@ -91,7 +91,7 @@ elif [ "$mode" = quick ]; then
     shared_convs=6; shared_s=512; shared_u=64
     disk_a=512
     noreuse_count=4; noreuse_conc=4; noreuse_prompt=64; noreuse_gen=8
-    kv_extra_servers=""
+    kv_extra_servers="llama-server-recompute"
     repro_ctx=1280; repro_a=900; repro_gen=16; burst_ctx=640; burst_prompt=150; burst_gen=150
 else
     prefill_sizes="128 512 2048 4096"; decode_streams="1 2 4 8 16"; decode_gen=128; decode_prompt=32
@@ -103,7 +103,7 @@ else
     shared_convs=8; shared_s=1536; shared_u=256
     disk_a=2048
     noreuse_count=32; noreuse_conc=4; noreuse_prompt=512; noreuse_gen=64
-    kv_extra_servers="rustycage-recompute"
+    kv_extra_servers="llama-server-recompute rustycage-recompute"
     repro_ctx=2560; repro_a=1825; repro_gen=16; burst_ctx=1280; burst_prompt=300; burst_gen=300
 fi
 shared_turn=${shared_turn:-64}
@@ -408,8 +408,11 @@ if has_group kv; then
     kv_servers() {  # ctx group
         start_rustycage rustycage "$1" 1
         start_llama llama-server "$1" 1 --cache-ram 2048
-        start_llama llama-server-recompute "$1" 1 --cache-ram 0
-        names=(rustycage llama-server llama-server-recompute)
+        names=(rustycage llama-server)
+        if [[ " $kv_extra_servers " == *" llama-server-recompute "* ]]; then
+            start_llama llama-server-recompute "$1" 1 --cache-ram 0
+            names+=(llama-server-recompute)
+        fi
         if [[ " $kv_extra_servers " == *" rustycage-recompute "* ]]; then
             start_rustycage rustycage-recompute "$1" 1 --kv-cached-sequences 0 --kv-host-budget 0
             names+=(rustycage-recompute)
