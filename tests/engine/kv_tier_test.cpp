@@ -58,6 +58,9 @@ class kv_tiers : public ::testing::Test {
         EXPECT_EQ(r.done.kind, engine::generation_event::type::done) << r.done.error.message;
         return r;
     }
+    // A, then B, then A again with a host tier of `host_budget` bytes and no disk: A must stay in the
+    // context while B runs, and its next turn is reused from there in full.
+    void expect_idle_conversation_stays(size_t host_budget);
 
     fs::path disk_dir;
 };
@@ -364,9 +367,8 @@ TEST_F(kv_tiers, an_idle_conversation_makes_way_for_another_and_comes_back_from_
     EXPECT_EQ(e->kv_stats().prompt_tokens.host, static_cast<uint64_t>(all_but_last(a.size())));
 }
 
-// Without a tier below, the context is the only cache: idle conversations stay.
-TEST_F(kv_tiers, without_a_tier_below_idle_conversations_stay_in_the_context) {
-    auto e = start({.host_budget = 0, .cached_sequences = 8});
+void kv_tiers::expect_idle_conversation_stays(size_t host_budget) {
+    auto e = start({.host_budget = host_budget, .cached_sequences = 8});
     ASSERT_TRUE(e);
     auto a = tokens(*e, prompt_a);
     run(*e, a);
@@ -375,14 +377,9 @@ TEST_F(kv_tiers, without_a_tier_below_idle_conversations_stay_in_the_context) {
     EXPECT_EQ(run(*e, a).done.usage.cached_tokens, all_but_last(a.size())) << "from the context";
 }
 
+// Without a tier below, the context is the only cache: idle conversations stay.
+TEST_F(kv_tiers, without_a_tier_below_idle_conversations_stay_in_the_context) { expect_idle_conversation_stays(0); }
+
 // Host RAM too small to hold a conversation comfortably, and no disk: demoting it would only lose its
-// tail, so it stays in the context and its next turn is reused from there in full.
-TEST_F(kv_tiers, an_idle_conversation_too_large_for_host_ram_stays_in_the_context) {
-    auto e = start({.host_budget = 4096, .cached_sequences = 8});
-    ASSERT_TRUE(e);
-    auto a = tokens(*e, prompt_a);
-    run(*e, a);
-    run(*e, tokens(*e, prompt_b));
-    EXPECT_EQ(e->kv_stats().evictions.context, 0u);
-    EXPECT_EQ(run(*e, a).done.usage.cached_tokens, all_but_last(a.size())) << "from the context";
-}
+// tail, so it stays in the context.
+TEST_F(kv_tiers, an_idle_conversation_too_large_for_host_ram_stays_in_the_context) { expect_idle_conversation_stays(4096); }
