@@ -19,7 +19,7 @@ SECURITY_MIRROR=${RUSTYCAGE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian
 # The build root: bullseye's own compilers (gcc 10; clang 13) and the -dev packages we link against.
 # clang-13 builds llama.cpp's CPU variants that need newer -m flags than gcc 10 knows (AMX, AVX-VNNI).
 BUILD_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config ca-certificates file clang-13
-                libcurl4-openssl-dev libssl-dev libsqlite3-dev)
+                libcurl4-openssl-dev libssl-dev libsqlite3-dev libxxhash-dev)
 # What a minimal Debian 11 / Ubuntu 20.04 server has or gets from the installer: libcurl4 (our
 # downloads), systemd (to enable the units and to verify them with bullseye's systemd 247), curl.
 RUNTIME_PACKAGES=(ca-certificates libcurl4 systemd curl procps)

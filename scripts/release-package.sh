@@ -71,8 +71,8 @@ if [ -L "$build/lib/libllama.so" ]; then
 fi
 
 # Runtime libraries a host may lack: copied from the sysroot / lib paths, closure over NEEDED.
-BUNDLE_OK="libgomp.so.1 libcublas.so.13 libcublasLt.so.13 libcublas.so.12 libcublasLt.so.12 libcublas.so.11 libcublasLt.so.11"
-search_dirs=()
+BUNDLE_OK="libgomp.so.1 libxxhash.so.0 libcublas.so.13 libcublasLt.so.13 libcublas.so.12 libcublasLt.so.12 libcublas.so.11 libcublasLt.so.11"
+search_dirs=() bundled=()
 [ -z "$sysroot" ] || search_dirs+=("$sysroot/usr/lib/x86_64-linux-gnu" "$sysroot/lib/x86_64-linux-gnu")
 search_dirs+=("${lib_paths[@]}")
 [ -n "$sysroot" ] || search_dirs+=(/usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu)
@@ -87,6 +87,7 @@ for _ in 1 2 3; do
             [ -n "$found" ] || die "$lib (needed by $(basename "$elf")) not found in: ${search_dirs[*]}"
             cp -L "$found" "$top/lib/$lib"
             chmod 0644 "$top/lib/$lib"
+            bundled+=("$lib")
         done
     done
 done
@@ -108,6 +109,12 @@ for f in "$llama_src"/licenses/*; do [ -f "$f" ] && cp "$f" "$lic/llama.cpp-$(ba
 cp "$llama_src/vendor/cpp-httplib/LICENSE" "$lic/cpp-httplib-LICENSE"
 cp share/licenses/*.txt "$lic/" 2>/dev/null || true
 [ -f LICENSE ] && cp LICENSE "$lic/rustycage-LICENSE"
+# The bundled Debian libraries' own terms: libxxhash.so.0 is package libxxhash0's.
+for lib in "${bundled[@]}"; do
+    pkg=$(echo "$lib" | sed 's/\.so\.\([0-9]*\).*/\1/')
+    copyright="${sysroot:-}/usr/share/doc/$pkg/copyright"
+    [ ! -f "$copyright" ] || cp "$copyright" "$lic/$pkg-copyright"
+done
 
 # --- BUILDINFO (glibc floor measured over every ELF)
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
