@@ -30,13 +30,18 @@ case "$flavour" in
     cpu)
         root=$(scripts/release-chroot.sh build-root)
         llama_src=$(scripts/llama.sh src)
+        # The console's browser libraries, installed here from their lock file (the root has no npm).
+        ui=$(mktemp -d)
+        trap 'rm -rf "$ui"' EXIT
+        cp src/api/ui/package.json src/api/ui/package-lock.json "$ui/"
+        npm ci --prefix "$ui" --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error >&2
         log "building in the bullseye root $root (nice ${RUSTYCAGE_NICE:-10})"
-        scripts/release-chroot.sh exec "$root" --bind "$src:/src:ro" --bind "$llama_src:/llama-src:ro" -- \
+        scripts/release-chroot.sh exec "$root" --bind "$src:/src:ro" --bind "$llama_src:/llama-src:ro" --bind "$ui:/ui:ro" -- \
             env RUSTYCAGE_LLAMA_SRC=/llama-src RUSTYCAGE_COMMIT="$commit" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" \
                 RUSTYCAGE_LLAMA_CC=clang-13 RUSTYCAGE_LLAMA_CXX=clang++-13 \
             nice -n "${RUSTYCAGE_NICE:-10}" sh -ec 'mkdir -p /build
                 cmake -S /src -B /build/rustycage -G Ninja -DCMAKE_BUILD_TYPE=Release \
-                    -DRUSTYCAGE_LLAMA_FLAVOUR=release-cpu -DRUSTYCAGE_TESTS=OFF \
+                    -DRUSTYCAGE_LLAMA_FLAVOUR=release-cpu -DRUSTYCAGE_TESTS=OFF -DRUSTYCAGE_UI_NODE_MODULES=/ui/node_modules \
                     -DOPENSSL_USE_STATIC_LIBS=TRUE "-DCMAKE_EXE_LINKER_FLAGS='"$static_runtime"'" >/build/configure.log 2>&1 \
                     || { tail -30 /build/configure.log; exit 1; }
                 cmake --build /build/rustycage -j '"$jobs"' --target rustycage rustycage-mkmodel >/build/build.log 2>&1 \
