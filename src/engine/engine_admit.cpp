@@ -79,6 +79,7 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
         s->n_past = 0;
         return false;
     };
+    const auto t_admit = steady::now();
     kv::reuse_plan plan = plan_reuse(*s);
     share_prefix(*s, plan);
     const int running = running_now();
@@ -100,8 +101,13 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
         demote_idle();
         return true;
     }
+    const auto t_restore = steady::now();
     restore_from_host(*s, plan);
+    const auto t_demote = steady::now();
     demote_idle();
+    rc::log::debug("engine", "admitted", {{"prompt", s->n_prompt}, {"from_context", plan.from_context}, {"restored", s->n_past - plan.from_context},
+                                          {"room_ms", ms_between(t_admit, t_restore)}, {"restore_ms", ms_between(t_restore, t_demote)},
+                                          {"demote_ms", ms_between(t_demote, steady::now())}});
     ready_to_prefill(std::move(s));
     return true;
 }

@@ -25,6 +25,8 @@ using pending_request = std::pair<generation_request, std::shared_ptr<request_ch
 // Ends a request with an error event (engine_loop.cpp).
 void send_error(request_channel & ch, errc code, const std::string & message);
 
+inline double ms_between(steady::time_point a, steady::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
 // A request whose prefix is being restored from disk: the I/O pool hands over blocks one by one
 // (inbox), the engine restores each as it arrives, while the next is read.
 struct promotion {
@@ -133,7 +135,9 @@ struct engine::impl {
     bool evict_lru_idle();                          // releases the least recently used idle conversation
     void demote_idle();                             // idle conversations to the tiers, when another needs the context
     bool tiers_can_keep(const sequence & s) const;  // its blocks fit what the tiers below hold
-    void store_blocks(sequence & s, int from, const std::shared_ptr<kv::write_group> & group = nullptr);
+    // Blocks of positions [from, to) not yet below the context go to the tiers.
+    void store_blocks(sequence & s, int from, int to, const std::shared_ptr<kv::write_group> & group = nullptr);
+    void store_completed_blocks(sequence & s, int n_past_before);  // the blocks this step filled
     void save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group = nullptr);
     void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);
     sequence * find_live(llama_seq_id id);

@@ -168,7 +168,7 @@ void engine::impl::trim_idle(sequence & v, int keep) {
     if (whole_snapshots) keep = 0;  // a recurrent state cannot be cut back
     if (tiers()) {
         if (whole_snapshots) save_snapshot(v, v.n_past);
-        else store_blocks(v, keep);
+        else store_blocks(v, keep, v.n_past);
     }
     planner->stats().evicted_context.add(1);
     if (keep == 0) {
@@ -186,7 +186,7 @@ void engine::impl::preempt(sequence & s) {
     // resumes), its cells are freed, and it waits at the front of the queue with its sampler and output.
     if (tiers()) {
         if (whole_snapshots) save_snapshot(s, s.n_past);
-        else store_blocks(s, 0);
+        else store_blocks(s, 0, s.n_past);
     }
     if (s.decoding) s.prefill_end = static_cast<int>(s.tokens.size());  // its last sampled token is not in the context yet
     llama_memory_seq_rm(mem, s.id, -1, -1);
@@ -217,7 +217,8 @@ void engine::impl::retire(sequence & s, const std::shared_ptr<kv::write_group> &
     s.tokens.resize(static_cast<size_t>(s.n_past));  // the last sampled token never reached the context
     if (tiers() && tiers()->disk_enabled()) {        // write-back starts now, so a restart keeps it
         if (whole_snapshots) save_snapshot(s, s.n_past, group);
-        else store_blocks(s, 0, group);
+        else store_blocks(s, 0, s.n_past, group);
+        if (group) tiers()->join_pending_writes(group);  // the blocks stored while it ran, too
     }
     while (count_idle() > max_idle && evict_lru_idle()) {
     }
@@ -260,12 +261,23 @@ bool engine::impl::evict_lru_idle() {
     return true;
 }
 
-void engine::impl::store_blocks(sequence & s, int from, const std::shared_ptr<kv::write_group> & group) {
+void engine::impl::store_blocks(sequence & s, int from, int to, const std::shared_ptr<kv::write_group> & group) {
     if (!tiers()) return;
     const std::span<const int32_t> toks(s.tokens.data(), static_cast<size_t>(s.n_past));
-    for (const auto & b : planner->blocks_to_store(toks, from, s.n_past, s.req.cache_salt, s.n_prompt)) {
+    for (const auto & b : planner->blocks_to_store(toks, from, to, s.req.cache_salt, s.n_prompt)) {
         if (auto blob = bridge->save(s.id, b.p0, b.p1)) tiers()->store(b.key, std::move(blob), group);
     }
+}
+
+void engine::impl::store_completed_blocks(sequence & s, int n_past_before) {
+    // A block goes below the context as soon as it is full, while its sequence runs: when the
+    // sequence finishes, is demoted or swapped out, only its last partial block is left to copy, so
+    // the copies (3 ms a block on bench-1b, 29 of them for a 1.8k-token conversation) are no longer
+    // on the path of the request that needs its cells. Recurrent states are saved whole, at the end.
+    if (!tiers() || whole_snapshots || !tiers_can_keep(s)) return;
+    const int B = planner->block_size();
+    const int from = n_past_before / B * B, to = s.n_past / B * B;
+    if (to > from) store_blocks(s, from, to);
 }
 
 void engine::impl::save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group) {

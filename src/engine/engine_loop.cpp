@@ -15,10 +15,6 @@ namespace {
 // How long an engine waits with nothing to do before it hands back its compute pool.
 constexpr auto idle_pool_release = std::chrono::milliseconds(200);
 
-double ms_between(steady::time_point a, steady::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 generation_event cancelled_event() {
     generation_event ev;
     ev.kind = generation_event::type::done;
@@ -236,6 +232,10 @@ bool engine::impl::decode_generate() {
     prompt_tokens += static_cast<uint64_t>(prefill_tokens);
     planner->stats().add_tokens(kv::source::computed, static_cast<uint64_t>(prefill_tokens));
     sample_outputs();
+    for (const auto & e : plan) {  // once this step's tokens are on their way
+        auto & s = *active[static_cast<size_t>(e.index)];
+        if (s.live()) store_completed_blocks(s, s.n_past - e.n_tokens);
+    }
     return true;
 }
 

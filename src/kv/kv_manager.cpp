@@ -1,5 +1,6 @@
 #include "kv/kv_manager.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "util/log.h"
@@ -48,11 +49,40 @@ void kv_manager::store(const block_key & key, blob_ptr blob, const std::shared_p
         stats_.evicted_host.add(host_->put(key, blob).size());
     }
     if (!disk_ || disk_->contains(key)) return;
-    if (group) group->add();
-    io_->submit([this, key, blob, group] {
+    {
+        std::lock_guard lock(writing_mutex_);
+        auto [it, fresh] = writing_.try_emplace(key);
+        if (group) {
+            group->add();
+            it->second.push_back(group);
+        }
+        if (!fresh) return;  // already queued: the group waits for that write
+    }
+    io_->submit([this, key, blob] {
         write_to_disk(key, blob);
-        if (group) group->finish_one();
+        finish_write(key);
     });
+}
+
+void kv_manager::finish_write(const block_key & key) {
+    std::vector<std::shared_ptr<write_group>> waiting;
+    {
+        std::lock_guard lock(writing_mutex_);
+        auto it = writing_.find(key);
+        if (it == writing_.end()) return;
+        waiting = std::move(it->second);
+        writing_.erase(it);
+    }
+    for (auto & g : waiting) g->finish_one();
+}
+
+void kv_manager::join_pending_writes(const std::shared_ptr<write_group> & group) {
+    std::lock_guard lock(writing_mutex_);
+    for (auto & [key, waiting] : writing_) {
+        if (std::find(waiting.begin(), waiting.end(), group) != waiting.end()) continue;
+        group->add();
+        waiting.push_back(group);
+    }
 }
 
 void kv_manager::promote_from_disk(std::vector<block_key> keys, std::function<void(size_t, blob_ptr)> on_block,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "kv/block_key.h"
@@ -75,6 +76,9 @@ class kv_manager : public block_index {
     // already on disk or queued for it) and to disk in the background. With `group`, the write
     // counts towards it.
     void store(const block_key & key, blob_ptr blob, const std::shared_ptr<write_group> & group = nullptr);
+    // `group` also waits for every disk write queued before now and not yet finished (the blocks a
+    // sequence stored while it ran, before the caller had a group).
+    void join_pending_writes(const std::shared_ptr<write_group> & group);
 
     // Reads a consecutive run of a prompt's blocks on the I/O pool (host copies first, then disk),
     // keeps what it read in T1 when it is on, and hands each block to `on_block` (on an I/O thread,
@@ -102,6 +106,7 @@ class kv_manager : public block_index {
   private:
     kv_manager(kv_stats & stats) : stats_(stats) {}
     void write_to_disk(const block_key & key, const blob_ptr & blob);
+    void finish_write(const block_key & key);
 
     kv_options opts_;
     kv_identity id_;
@@ -109,6 +114,9 @@ class kv_manager : public block_index {
     std::unique_ptr<host_store> host_;
     std::unique_ptr<disk_store> disk_;
     std::unique_ptr<io_pool> io_;
+    // Disk writes queued and not finished, each with the groups waiting for it (one write per key).
+    std::mutex writing_mutex_;
+    std::unordered_map<block_key, std::vector<std::shared_ptr<write_group>>, block_key_hash> writing_;
 };
 
 }  // namespace rc::kv

@@ -367,6 +367,32 @@ TEST_F(kv_tiers, an_idle_conversation_makes_way_for_another_and_comes_back_from_
     EXPECT_EQ(e->kv_stats().prompt_tokens.host, static_cast<uint64_t>(all_but_last(a.size())));
 }
 
+// A block goes to host RAM as soon as it is full, while its sequence still runs: a later demotion or
+// swap-out then copies only the last partial block, not the whole conversation on another
+// request's path.
+TEST_F(kv_tiers, a_running_sequence_stores_each_block_once_it_is_full) {
+    auto e = start({.host_budget = 64u << 20, .cached_sequences = 8});
+    ASSERT_TRUE(e);
+    auto a = tokens(*e, prompt_a);
+    auto r = req(a, 200);
+    r.sampling.ignore_eos = true;
+    auto ch = submit_ok(*e, r);
+    int received = 0;
+    while (received < 20) {
+        auto ev = ch->pop(std::chrono::seconds(30));
+        ASSERT_TRUE(ev) << "no token within 30 s";
+        ASSERT_EQ(ev->kind, engine::generation_event::type::text);
+        ++received;
+    }
+    // The 20th token's event left after the step that computed the 19th; the step before it (n_past =
+    // prompt + 18) had stored its full blocks by then.
+    const size_t full = (a.size() + 18) / 16;
+    EXPECT_GE(e->kv()->host_blocks(), full) << "nothing else ran: no demotion put them there";
+    EXPECT_EQ(e->kv_stats().evictions.context, 0u);
+    auto rest = collect(*ch);
+    EXPECT_EQ(rest.done.kind, engine::generation_event::type::done);
+}
+
 void kv_tiers::expect_idle_conversation_stays(size_t host_budget) {
     auto e = start({.host_budget = host_budget, .cached_sequences = 8});
     ASSERT_TRUE(e);
