@@ -1,4 +1,4 @@
-cmake_minimum_required(VERSION 3.25)  # script mode: sets the policies (IN_LIST, …)
+cmake_minimum_required(VERSION 3.18...3.25)  # script mode: sets the policies (IN_LIST, …); 3.18 is bullseye's (the release root)
 # Writes the C++ source that embeds the console's files (ui_assets.h):
 #   cmake -DOUT=ui_assets_data.cpp -DWEB_DIR=src/api/ui/web -DVENDOR_DIR=<build>/vendor -P embed_assets.cmake
 # WEB_DIR's files keep their relative path; VENDOR_DIR's (the npm packages' files) go below vendor/.
