@@ -125,7 +125,8 @@ struct engine::impl {
     kv::reuse_plan plan_reuse(const sequence & s) const;
     void share_prefix(sequence & s, const kv::reuse_plan & plan);
     int restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob);  // tokens restored
-    void restore_from_host(sequence & s, const kv::reuse_plan & plan);
+    std::vector<kv::blob_ptr> host_blobs(const kv::reuse_plan & plan);  // held: an eviction cannot take them
+    void restore_from_host(sequence & s, const kv::reuse_plan & plan, const std::vector<kv::blob_ptr> & blobs);
     void start_promotion(std::unique_ptr<sequence> s, kv::reuse_plan plan);
     bool poll_promotions();
     bool make_room(int cells, bool may_preempt);   // applies the planner's plan; true when the cells are free

@@ -69,11 +69,18 @@ int engine::impl::restore_block(sequence & s, const kv::reuse_block & b, const k
     return b.keep;
 }
 
-void engine::impl::restore_from_host(sequence & s, const kv::reuse_plan & plan) {
+std::vector<kv::blob_ptr> engine::impl::host_blobs(const kv::reuse_plan & plan) {
+    std::vector<kv::blob_ptr> out;
+    out.reserve(plan.blocks.size());
+    for (const auto & b : plan.blocks) out.push_back(tiers() ? tiers()->host_get(b.key) : nullptr);
+    return out;
+}
+
+void engine::impl::restore_from_host(sequence & s, const kv::reuse_plan & plan, const std::vector<kv::blob_ptr> & blobs) {
     if (plan.blocks.empty()) return;
     auto t0 = steady::now();
-    for (const auto & b : plan.blocks) {
-        if (restore_block(s, b, tiers() ? tiers()->host_get(b.key) : nullptr) < b.keep) break;
+    for (size_t i = 0; i < plan.blocks.size() && i < blobs.size(); ++i) {
+        if (restore_block(s, plan.blocks[i], blobs[i]) < plan.blocks[i].keep) break;
     }
     planner->stats().restore_host.observe(seconds_since(t0));
 }
