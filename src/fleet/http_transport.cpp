@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 
+#include "hub/curl_protocols.h"
+
 namespace rc::fleet {
 
 namespace {
@@ -119,7 +121,7 @@ result<http_reply> perform(const http_request & req, const std::function<bool(st
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get());
     curl_easy_setopt(c, CURLOPT_USERAGENT, "rustycage-fleet");
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    hub::allow_only_http(c);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(req.connect_timeout.count()));
     if (req.timeout.count() > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(req.timeout.count()));

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "hub/curl_protocols.h"
 #include "hub/hub_errors.h"
 
 namespace rc::hub {
@@ -138,14 +139,7 @@ result<stream_outcome> http_client::perform(const std::string & url, const std::
     curl_easy_setopt(c, CURLOPT_USERAGENT, cfg_.user_agent.c_str());
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-    // Never let a redirect take us (or the Range header) anywhere but http(s).
-#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85 named the string options; older (Debian 11's 7.74) has the bitmask
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+    allow_only_http(c);  // never let a redirect take us (or the Range header) anywhere but http(s)
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // we run on many threads; signals would be process-wide
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, cfg_.connect_timeout_s);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, cfg_.low_speed_bytes);
