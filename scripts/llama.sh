@@ -9,14 +9,15 @@
 #   cpu          (default) static libraries, CPU kernels for this machine (GGML_NATIVE)
 #   metal        static, Metal backend (macOS)
 #   release-cpu  shared libraries with dynamically loaded backends (GGML_BACKEND_DL) and every x86 CPU
-#                variant (GGML_CPU_ALL_VARIANTS): one build picks its kernels at run time; libstdc++ and
-#                libgcc linked statically, no OpenMP. What the CPU release artifact ships (scripts/release.sh).
+#                variant (GGML_CPU_ALL_VARIANTS): one build picks its kernels at run time; no OpenMP.
+#                What the CPU release artifact ships (scripts/release.sh).
 # $RUSTYCAGE_LLAMA_CC / $RUSTYCAGE_LLAMA_CXX pick another compiler for a flavour's llama.cpp build.
 #   vulkan       shared + GGML_BACKEND_DL: libggml-vulkan.so and one portable CPU backend (AVX2 level)
 #   cuda         shared + GGML_BACKEND_DL: libggml-cuda.so (cudart linked statically) and one portable CPU
 #                backend; architectures from $RUSTYCAGE_CUDA_ARCHITECTURES (scripts/build-cuda.sh picks
 #                them by the nvcc it finds)
-# Shared flavours leave every library in <build>/bin with RUNPATH $ORIGIN.
+# Shared flavours leave every library in <build>/bin with RUNPATH $ORIGIN, libstdc++ and libgcc linked
+# statically.
 #
 # Sources, in order: $RUSTYCAGE_LLAMA_SRC (an existing checkout), the git bundle inside the npm package
 # node-llama-cpp@3.21.1, a clone of the upstream repository. The commit is verified in every case.
@@ -74,8 +75,13 @@ fetch_source() {
 }
 
 # Shared libraries, backends loaded at run time from the directory of the libraries, no -march=native.
+# The artifacts link libstdc++ and libgcc statically (scripts/release-check.sh), libraries and the
+# dlopen'ed backends (MODULE libraries, with flags of their own) alike.
+STATIC_RUNTIME="-static-libstdc++ -static-libgcc"
 SHARED_DL_FLAGS=(-DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF
-                 -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN')
+                 -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN'
+                 "-DCMAKE_SHARED_LINKER_FLAGS=$STATIC_RUNTIME" "-DCMAKE_MODULE_LINKER_FLAGS=$STATIC_RUNTIME"
+                 "-DCMAKE_EXE_LINKER_FLAGS=$STATIC_RUNTIME")
 
 is_dl_flavour() { case "$1" in release-cpu|vulkan|cuda) return 0 ;; *) return 1 ;; esac; }
 
@@ -92,9 +98,7 @@ flavour_flags() {
         metal) FLAVOUR_FLAGS=(-DGGML_METAL=ON) ;;
         release-cpu)
             # ggml's own thread pool instead of OpenMP: no libgomp to ship or to find on the host.
-            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CPU_ALL_VARIANTS=ON -DGGML_OPENMP=OFF
-                           "-DCMAKE_SHARED_LINKER_FLAGS=-static-libstdc++ -static-libgcc"
-                           "-DCMAKE_EXE_LINKER_FLAGS=-static-libstdc++ -static-libgcc") ;;
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CPU_ALL_VARIANTS=ON -DGGML_OPENMP=OFF) ;;
         vulkan) FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_VULKAN=ON) ;;
         cuda)
             local nvcc archs
