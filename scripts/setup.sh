@@ -20,7 +20,7 @@ command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm
 for extra in "$@"; do
     case "$extra" in
         release) packages+=(debootstrap patchelf binutils xz-utils systemd) ;;  # make release / test-release
-        vulkan) packages+=(libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools) ;;  # GPU=vulkan, lavapipe
+        vulkan) packages+=(libvulkan-dev glslc spirv-headers mesa-vulkan-drivers vulkan-tools) ;;  # GPU=vulkan, lavapipe
         *) echo "[setup] unknown package set '$extra' (release, vulkan)" >&2; exit 2 ;;
     esac
 done
