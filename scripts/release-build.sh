@@ -57,7 +57,7 @@ case "$flavour" in
         # The same directory and configuration as `make test-vulkan` (RelWithDebInfo, stripped when
         # packed): one build serves both, and ccache shares build/'s objects (CCACHE_NOHASHDIR).
         export CCACHE_NOHASHDIR=1
-        [ -f "$dir/CMakeCache.txt" ] || RUSTYCAGE_COMMIT="$commit" nice -n "$nice_level" cmake -S . -B "$dir" -G Ninja \
+        [ -f "$dir/build.ninja" ] || RUSTYCAGE_COMMIT="$commit" nice -n "$nice_level" cmake -S . -B "$dir" -G Ninja \
             -DCMAKE_BUILD_TYPE=RelWithDebInfo "$opt" "-DCMAKE_EXE_LINKER_FLAGS=$static_runtime" >&2
         RUSTYCAGE_COMMIT="$commit" nice -n "$nice_level" cmake --build "$dir" -j "$jobs" --target rustycage rustycage-mkmodel >&2
         echo "$src/$dir "
