@@ -72,6 +72,8 @@ ok "run-time CPU variant: best here is $best; rustycage loaded $(python3 -c 'imp
 # --- 3. a fresh bullseye root
 "$repo/scripts/release-chroot.sh" runtime-root "$rt" >/dev/null
 in_root() { "$repo/scripts/release-chroot.sh" exec "$rt" -- "$@"; }
+# systemd-analyze verify starts a manager, which needs to find its cgroup under /sys/fs/cgroup.
+verify_in_root() { "$repo/scripts/release-chroot.sh" exec "$rt" --bind /sys/fs/cgroup:/sys/fs/cgroup:ro -- systemd-analyze verify --man=no "$@"; }
 glibc=$(in_root getconf GNU_LIBC_VERSION)
 ok "bullseye root: $glibc, $(in_root systemctl --version | head -1)"
 mkdir -p "$rt/tmp/dist"
@@ -88,8 +90,10 @@ ok "install.sh in bullseye"
 in_root /usr/local/bin/rustycage version >"$work/bullseye-version.txt" || fail "rustycage version failed in bullseye: $(cat "$work/bullseye-version.txt")"
 expect_grep "^rustycage $version " "$work/bullseye-version.txt"
 sed 's/^/    /' "$work/bullseye-version.txt"
-in_root runuser -u rustycage -- /usr/local/bin/rustycage-mkmodel --preset tiny-chat --type q8_0 --out /var/lib/rustycage/models/demo.gguf >/dev/null \
-    || fail "rustycage-mkmodel failed in bullseye"
+# The generator takes its tokenizer and chat template from the pinned llama.cpp tree (bound in).
+"$repo/scripts/release-chroot.sh" exec "$rt" --bind "$("$repo/scripts/llama.sh" src):/llama-src:ro" -- \
+    runuser -u rustycage -- /usr/local/bin/rustycage-mkmodel --preset tiny-chat --type q8_0 --llama-src /llama-src \
+    --out /var/lib/rustycage/models/demo.gguf >/dev/null || fail "rustycage-mkmodel failed in bullseye"
 run_out=$(in_root runuser -u rustycage -- /usr/local/bin/rustycage run demo "Hello" -n 8 --seed 1 --threads 2 --ctx-size 512 \
           --models-dir /var/lib/rustycage/models 2>"$work/run.err") || fail "rustycage run failed in bullseye: $(tail -20 "$work/run.err")"
 [ -n "$run_out" ] || fail "rustycage run printed nothing: $(tail -5 "$work/run.err")"
@@ -102,7 +106,7 @@ expect_out '"object":"chat.completion"' "$answer"
 ok "rustycage serve in bullseye answers a chat completion"
 
 for unit in rustycage.service; do
-    v=$(in_root systemd-analyze verify --man=no "/etc/systemd/system/$unit" 2>&1) || fail "bullseye systemd-analyze verify $unit: $v"
+    v=$(verify_in_root "/etc/systemd/system/$unit" 2>&1) || fail "bullseye systemd-analyze verify $unit: $v"
     [ -z "$v" ] || fail "bullseye systemd-analyze verify $unit warns: $v"
 done
 ok "systemd 247 verifies rustycage.service"
@@ -123,7 +127,7 @@ out=$(in_root bash /tmp/dist/install.sh --offline "/tmp/dist2/$(basename "$next"
 expect_out "current -> 9.9.9" "$out"
 [ "$(sha256sum <"$env")" = "$env_sum" ] || fail "the upgrade changed rustycage.env"
 out=$(in_root bash /tmp/dist/install.sh --fleet --etcd http://127.0.0.1:2379 --offline "/tmp/dist2/$(basename "$next")" --yes --models none 2>&1) || fail "fleet install failed: $out"
-v=$(in_root systemd-analyze verify --man=no /etc/systemd/system/rustycage-agent.service 2>&1) || fail "bullseye systemd-analyze verify agent: $v"
+v=$(verify_in_root /etc/systemd/system/rustycage-agent.service 2>&1) || fail "bullseye systemd-analyze verify agent: $v"
 [ -z "$v" ] || fail "bullseye systemd-analyze verify rustycage-agent.service warns: $v"
 ok "upgrade in bullseye keeps rustycage.env; the agent unit verifies under systemd 247"
 
