@@ -4,7 +4,8 @@
 #   scripts/release.sh [--flavours auto|cpu,vulkan,cuda] [--out dist]
 #
 # dist/ then holds rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda}.tar.gz (each flavour built),
-# install.sh, LATEST (the version) and SHA256SUMS over all of them. `auto` is cpu and vulkan, plus
+# install.sh, LATEST (the version) and SHA256SUMS over all of them. `auto` is cpu, vulkan where the
+# Vulkan headers are new enough for the pinned ggml-vulkan (scripts/check-vulkan-headers.sh), plus
 # cuda when nvcc is found and CUDA_ARCHITECTURES is set (the full architecture list takes hours on
 # a small machine: `make release RELEASE_FLAVOURS=cpu,vulkan,cuda` builds it anyway).
 # The CPU artifact is built in a Debian bullseye root and must need nothing above GLIBC_2.31.
@@ -29,7 +30,8 @@ grep -q "^## \[$version\]" CHANGELOG.md || log "warning: CHANGELOG.md has no '##
 [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || log "warning: the tree has uncommitted changes: the artifacts say '<commit>-dirty'"
 
 if [ "$flavours" = auto ]; then
-    flavours=cpu,vulkan
+    flavours=cpu
+    if why=$(scripts/check-vulkan-headers.sh 2>&1); then flavours+=,vulkan; else log "skipping vulkan: $why"; fi
     if command -v nvcc >/dev/null && [ -n "${CUDA_ARCHITECTURES:-}" ]; then flavours+=,cuda; fi
 fi
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
