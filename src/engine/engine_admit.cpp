@@ -103,7 +103,7 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
     // The idle conversations make way once this one has shared what it takes from them, and before
     // its blocks come back: llama.cpp fills free cells from the bottom when most of them are free,
     // so the restored blocks and the rest of the prompt then sit together low in the pool instead of
-    // above the idle ones' freed cells (a 2k-token resume attended over 2,560 cells instead of 2,304).
+    // above the idle ones' freed cells (a 2k-token resume's steps attended over 2,560 cells; now 2,304).
     // Its host blocks are taken first: storing the idle ones' last blocks may evict them from the index.
     const auto blobs = host_blobs(plan);
     const auto t_demote = steady::now();
