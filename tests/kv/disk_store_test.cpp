@@ -6,16 +6,13 @@
 
 #include <fstream>
 
+#include "test_keys.h"
+
 using namespace rc::kv;
 namespace fs = std::filesystem;
 
 namespace {
-block_key key(uint8_t n) {
-    block_key k;
-    k.d[0] = n;
-    k.d[31] = 0xab;
-    return k;
-}
+using test::key;
 block_blob blob(size_t bytes, uint8_t fill, int pos0 = 0) {
     block_blob b;
     b.bytes.resize(bytes);

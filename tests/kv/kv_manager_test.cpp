@@ -9,17 +9,14 @@
 #include <chrono>
 #include <future>
 
+#include "test_keys.h"
+
 using namespace rc::kv;
 namespace fs = std::filesystem;
 
 namespace {
 
-block_key key(uint8_t n) {
-    block_key k;
-    k.d[0] = n;
-    k.d[31] = 0x5c;
-    return k;
-}
+using test::key;
 
 blob_ptr blob(uint8_t fill) {
     auto b = std::make_shared<block_blob>();
