@@ -120,7 +120,7 @@ test-release: release
 # entries (ccache otherwise keys objects with debug info by their build directory).
 test-vulkan:
 	@scripts/setup.sh vulkan
-	@scripts/check-vulkan-headers.sh
+	@scripts/vulkan-headers.sh >/dev/null
 	@CCACHE_NOHASHDIR=1 $(MAKE) build BUILD=build-vulkan GPU=vulkan \
 	    CMAKE_ARGS="-DRUSTYCAGE_VULKAN=ON -DCMAKE_EXE_LINKER_FLAGS='-static-libstdc++ -static-libgcc'"
 	@tests/release/test_vulkan.sh build-vulkan

@@ -12,7 +12,8 @@
 #                variant (GGML_CPU_ALL_VARIANTS): one build picks its kernels at run time; no OpenMP.
 #                What the CPU release artifact ships (scripts/release.sh).
 # $RUSTYCAGE_LLAMA_CC / $RUSTYCAGE_LLAMA_CXX pick another compiler for a flavour's llama.cpp build.
-#   vulkan       shared + GGML_BACKEND_DL: libggml-vulkan.so and one portable CPU backend (AVX2 level)
+#   vulkan       shared + GGML_BACKEND_DL: libggml-vulkan.so and one portable CPU backend (AVX2 level);
+#                Vulkan headers from scripts/vulkan-headers.sh (newer than Debian 12's where needed)
 #   cuda         shared + GGML_BACKEND_DL: libggml-cuda.so (cudart linked statically) and one portable CPU
 #                backend; architectures from $RUSTYCAGE_CUDA_ARCHITECTURES (scripts/build-cuda.sh picks
 #                them by the nvcc it finds)
@@ -99,7 +100,10 @@ flavour_flags() {
         release-cpu)
             # ggml's own thread pool instead of OpenMP: no libgomp to ship or to find on the host.
             FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CPU_ALL_VARIANTS=ON -DGGML_OPENMP=OFF) ;;
-        vulkan) FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_VULKAN=ON) ;;
+        vulkan)
+            local vk_include
+            vk_include=$("$(dirname "$0")/vulkan-headers.sh") || die "vulkan: no Vulkan headers new enough"
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_VULKAN=ON "-DVulkan_INCLUDE_DIR=$vk_include") ;;
         cuda)
             local nvcc archs
             nvcc=$(command -v nvcc) || die "cuda: nvcc not on PATH"

@@ -5,7 +5,8 @@
 #
 # dist/ then holds rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda}.tar.gz (each flavour built),
 # install.sh, LATEST (the version) and SHA256SUMS over all of them. `auto` is cpu, vulkan where the
-# Vulkan headers are new enough for the pinned ggml-vulkan (scripts/check-vulkan-headers.sh), plus
+# Vulkan headers are new enough for the pinned ggml-vulkan (scripts/vulkan-headers.sh fetches them
+# from the next Debian release where the system's are too old), plus
 # cuda when nvcc is found and CUDA_ARCHITECTURES is set (the full architecture list takes hours on
 # a small machine: `make release RELEASE_FLAVOURS=cpu,vulkan,cuda` builds it anyway).
 # The CPU artifact is built in a Debian bullseye root and must need nothing above GLIBC_2.31.
@@ -31,7 +32,7 @@ grep -q "^## \[$version\]" CHANGELOG.md || log "warning: CHANGELOG.md has no '##
 
 if [ "$flavours" = auto ]; then
     flavours=cpu
-    if why=$(scripts/check-vulkan-headers.sh 2>&1); then flavours+=,vulkan; else log "skipping vulkan: $why"; fi
+    if why=$(scripts/vulkan-headers.sh 2>&1 >/dev/null); then flavours+=,vulkan; else log "skipping vulkan: $why"; fi
     if command -v nvcc >/dev/null && [ -n "${CUDA_ARCHITECTURES:-}" ]; then flavours+=,cuda; fi
 fi
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
