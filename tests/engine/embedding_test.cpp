@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "engine_fixture.h"
+#include "support/exact_kernels.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -55,9 +56,12 @@ TEST(embedding, deterministic_and_input_dependent_also_when_batched) {
     }
     auto ra = collect(*chans[0]).done.embedding, rb = collect(*chans[1]).done.embedding;
     ASSERT_EQ(ra.size(), a.size());
+    // Vulkan's shaders round a batch differently from one input (support/exact_kernels.h): up to
+    // 4e-5 on lavapipe.
+    const double tolerance = rc::test::exact_kernels() ? 1e-5 : 1e-3;
     for (size_t i = 0; i < a.size(); ++i) {
-        EXPECT_NEAR(ra[i], a[i], 1e-5);
-        EXPECT_NEAR(rb[i], b[i], 1e-5);
+        EXPECT_NEAR(ra[i], a[i], tolerance);
+        EXPECT_NEAR(rb[i], b[i], tolerance);
     }
 }
 

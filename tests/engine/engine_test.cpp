@@ -4,7 +4,8 @@
 
 #include "engine/chat_format.h"
 #include "engine_fixture.h"
-#include "support/threads.h"
+#include "support/backend_threads.h"
+#include "support/exact_kernels.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -37,7 +38,7 @@ TEST(engine, greedy_output_alone_equals_output_among_eight_concurrent) {
     for (const auto & p : prompts) chans.push_back(submit_ok(*e, greedy(e->model(), p, 24)));
     for (size_t i = 0; i < chans.size(); ++i) {
         auto r = collect(*chans[i]);
-        EXPECT_EQ(r.tokens, alone[i]) << "prompt " << i << " diverged when batched";
+        EXPECT_SAME_OUTPUT(r.tokens, alone[i]) << "prompt " << i << " diverged when batched";
     }
     EXPECT_TRUE(eventually([&] { return e->stats().running == 0; }));
     EXPECT_EQ(e->stats().kv_cells_used, 0);
@@ -194,7 +195,8 @@ TEST(engine, same_seed_same_output_different_seed_different_output) {
         req.sampling.seed = seed;
         return collect(*submit_ok(*e, req)).tokens;
     };
-    EXPECT_EQ(sampled(1234), sampled(1234));
+    const auto once = sampled(1234);
+    EXPECT_SAME_OUTPUT(sampled(1234), once);
     EXPECT_NE(sampled(1234), sampled(99));
 }
 
@@ -259,7 +261,7 @@ TEST(engine, bad_requests_are_rejected_before_queueing) {
 // libgomp's threads outnumber two CPUs, and every decode barrier then slept: decode 3x slower than
 // llama-server. Every thread the engine brought must end with it.
 TEST(engine, graph_work_leaves_no_threads_on_the_starting_thread) {
-    const int before = rc::test::process_threads();
+    const int before = rc::test::threads_with_backend_started("tiny-chat");
     {
         engine::engine_options opts;
         opts.n_threads = 2;  // a one-thread graph makes no OpenMP pool at all
@@ -275,7 +277,7 @@ TEST(engine, graph_work_leaves_no_threads_on_the_starting_thread) {
 // Two loaded models on two cores: the idle one's parked OpenMP pool alone made libgomp throttle the
 // busy one's barriers (decode 2.8x slower). An idle engine keeps only its own thread.
 TEST(engine, an_idle_engine_hands_back_its_compute_threads) {
-    const int before = rc::test::process_threads();
+    const int before = rc::test::threads_with_backend_started("tiny-chat");
     engine::engine_options opts;
     opts.n_threads = 2;
     auto e = start_engine("tiny-chat", opts);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "engine_fixture.h"
+#include "support/exact_kernels.h"
 
 namespace rc::test {
 
@@ -20,7 +21,9 @@ inline constexpr float k_layout_logit_bound = 1e-4f;  // asserted by kv_numerics
 inline constexpr float k_min_greedy_margin = 1e-3f;
 
 // A reference request must ask for logprobs_top >= 2. Fails the test when a greedy choice is a near-tie.
+// Not where outputs are not compared (support/exact_kernels.h).
 inline void expect_clear_greedy_margins(const run_result & r, const std::string & what) {
+    if (!exact_kernels()) return;
     for (size_t i = 0; i < r.choices.size(); ++i) {
         const auto & top = r.choices[i].top;
         ASSERT_GE(top.size(), 2u) << what << ": the reference must request logprobs_top >= 2";

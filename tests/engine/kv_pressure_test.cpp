@@ -11,6 +11,7 @@
 
 #include "engine_fixture.h"
 #include "greedy_margin.h"
+#include "support/exact_kernels.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -131,7 +132,7 @@ TEST_F(kv_pressure, a_rotation_on_a_tight_single_slot_pool_reuses_every_stored_b
     ASSERT_EQ(got.size(), ref.size());
     int total_kv = 0;
     for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_EQ(got[i].tokens, ref[i].tokens) << "request " << i;
+        EXPECT_SAME_OUTPUT(got[i].tokens, ref[i].tokens) << "request " << i;
         total_kv += got[i].done.usage.prompt_tokens + r.gen;
         if (i < static_cast<size_t>(r.conversations)) continue;
         // A resume: everything but the new turn and the one token of ours that never reached the context.
@@ -206,7 +207,7 @@ TEST_F(kv_pressure, four_long_generations_on_a_pool_that_holds_two_are_preempted
         for (int c = 0; c < 4; ++c) {
             auto r = collect(*chans[static_cast<size_t>(c)]);
             ASSERT_EQ(r.done.kind, engine::generation_event::type::done) << "conversation " << c << ": " << r.done.error.message;
-            EXPECT_EQ(r.tokens, alone[static_cast<size_t>(c)].tokens) << "conversation " << c;
+            EXPECT_SAME_OUTPUT(r.tokens, alone[static_cast<size_t>(c)].tokens) << "conversation " << c;
             EXPECT_EQ(r.done.usage.completion_tokens, gen);
         }
         EXPECT_GT(e->kv_stats().preemptions, 0u) << "the pool holds two: someone had to give way";

@@ -8,6 +8,7 @@
 
 #include "engine_fixture.h"
 #include "greedy_margin.h"
+#include "support/exact_kernels.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -82,7 +83,7 @@ TEST_F(kv_tiers, context_prefix_is_reused_and_output_is_identical) {
     auto first = run(*e, a);
     EXPECT_EQ(first.done.usage.cached_tokens, 0);
     auto again = run(*e, a);
-    EXPECT_EQ(again.tokens, first.tokens);
+    EXPECT_SAME_OUTPUT(again.tokens, first.tokens);
     EXPECT_EQ(again.done.usage.cached_tokens, static_cast<int>(a.size()) - 1) << "all but the last prompt token come from the context";
 }
 
@@ -96,7 +97,7 @@ TEST_F(kv_tiers, demoted_to_host_then_restored_gives_identical_greedy_output) {
     EXPECT_GT(e->kv()->host_bytes(), 0u);
     uint64_t computed_before = e->kv_stats().prompt_tokens.computed;
     auto again = run(*e, a);
-    EXPECT_EQ(again.tokens, first.tokens) << "restored KV must give the same greedy output";
+    EXPECT_SAME_OUTPUT(again.tokens, first.tokens) << "restored KV must give the same greedy output";
     EXPECT_EQ(again.done.usage.cached_tokens, all_but_last(a.size()));
     EXPECT_EQ(e->kv_stats().prompt_tokens.host, static_cast<uint64_t>(all_but_last(a.size())));
     EXPECT_EQ(e->kv_stats().prompt_tokens.computed - computed_before, a.size() - all_but_last(a.size()));
@@ -197,7 +198,7 @@ TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) 
         e->kv()->drain_io();
         EXPECT_GT(e->kv()->disk_blocks(), 0u);
         auto again = run(*e, a);
-        EXPECT_EQ(again.tokens, first.tokens);
+        EXPECT_SAME_OUTPUT(again.tokens, first.tokens);
         EXPECT_EQ(e->kv_stats().prompt_tokens.disk, static_cast<uint64_t>(all_but_last(a.size())));
         e->kv()->drain_io();
     }
@@ -206,7 +207,7 @@ TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) 
     ASSERT_TRUE(e);
     EXPECT_GT(e->kv()->disk_blocks(), 0u);
     auto after_restart = run(*e, a);
-    EXPECT_EQ(after_restart.tokens, first.tokens) << "output after a restart equals the never-evicted run";
+    EXPECT_SAME_OUTPUT(after_restart.tokens, first.tokens) << "output after a restart equals the never-evicted run";
     EXPECT_EQ(after_restart.done.usage.cached_tokens, all_but_last(a.size()));
     EXPECT_EQ(e->kv_stats().prompt_tokens.disk, static_cast<uint64_t>(all_but_last(a.size())));
 }
@@ -362,7 +363,7 @@ TEST_F(kv_tiers, an_idle_conversation_makes_way_for_another_and_comes_back_from_
     EXPECT_EQ(e->kv_stats().evictions.context, 1u) << "B ran: A's cells left the context";
     EXPECT_GT(e->kv()->host_bytes(), 0u);
     auto again = run(*e, a);
-    EXPECT_EQ(again.tokens, first.tokens);
+    EXPECT_SAME_OUTPUT(again.tokens, first.tokens);
     EXPECT_EQ(again.done.usage.cached_tokens, all_but_last(a.size()));
     EXPECT_EQ(e->kv_stats().prompt_tokens.host, static_cast<uint64_t>(all_but_last(a.size())));
 }

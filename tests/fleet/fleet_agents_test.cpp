@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "fleet/hardware.h"
 #include "fleet_test_fixture.h"
 
 namespace rc::test {
@@ -15,6 +16,13 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 class fleet_agents : public fleet_fixture {};
+
+// What the agents report as their backend: the same build on the same machine (cpu, or Vulkan
+// under make test-vulkan).
+const std::string & this_backend() {
+    static const std::string b = fleet::read_hardware().backend;
+    return b;
+}
 
 TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
     REQUIRE_ETCD();
@@ -31,7 +39,7 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
         EXPECT_EQ(etcd->get(keys.roster_entry(id))->kvs.at(0).lease, 0) << "the roster outlives leases";
         auto r = record(id).value();
         EXPECT_EQ(r.schema, 1);
-        EXPECT_EQ(r.backend, "cpu");
+        EXPECT_EQ(r.backend, this_backend());
         EXPECT_FALSE(r.devices.empty());
         ASSERT_FALSE(r.models.empty());
         EXPECT_EQ(r.models[0].name, "tiny");
@@ -193,7 +201,7 @@ TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_h
     EXPECT_TRUE(fp.starts_with("fp-"));
     auto inc = json::parse(etcd->get(keys.incident(id))->kvs.at(0).value);
     EXPECT_TRUE(inc["digest"].get<std::string>().starts_with("sha256")) << inc.dump();
-    EXPECT_EQ(inc["versions"]["backend"], "cpu");
+    EXPECT_EQ(inc["versions"]["backend"], this_backend());
     auto box = json::parse(etcd->get(keys.outbox_entry(id))->kvs.at(0).value);
     EXPECT_EQ(box["state"], "pending") << "no triager configured: it waits in the outbox";
     ASSERT_TRUE(eventually([&] {

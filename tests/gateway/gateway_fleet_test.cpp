@@ -168,7 +168,7 @@ TEST_F(gateway_fleet, a_cached_prefix_is_routed_to_its_host_and_a_hot_one_spread
             s.url = base + "/v1/chat/completions";
             s.headers = {"Content-Type: application/json"};
             s.body = chat_body("tiny", prompt, 300, true);
-            s.timeout = 120s;
+            s.timeout = 300s;  // six at once on lavapipe (make test-vulkan) take minutes
             bool first = true;
             auto end = fleet::http_stream(
                 s,

@@ -9,9 +9,9 @@
 
 #include "models/model_manager.h"
 #include "models/quarantine.h"
+#include "support/backend_threads.h"
 #include "support/model_dir.h"
 #include "support/poll.h"
-#include "support/threads.h"
 
 using namespace rc;
 using namespace rc::models;
@@ -239,7 +239,7 @@ TEST_F(manager_test, concurrent_requests_share_one_load) {
 // HTTP thread); the OpenMP pool it needs must not stay behind on that long-lived thread, where it
 // would make every engine's decode barriers sleep (llama/compute_thread.h).
 TEST(quarantine, test_generation_leaves_no_threads_behind) {
-    const int before = rc::test::process_threads();
+    const int before = rc::test::threads_with_backend_started("tiny-chat");
     rc::models::quarantine_input in;
     in.paths = {rc::test::model_path("tiny-chat")};
     auto report = rc::models::check_model(in);

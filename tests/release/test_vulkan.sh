@@ -30,6 +30,11 @@ if not vk: sys.exit("FAIL: no Vulkan device: %s" % j["devices"])
 print("ok: Vulkan device %s (%s), %d MiB" % (vk[0]["name"], vk[0]["description"], vk[0]["memory_total"] >> 20))
 PY
 
+# Vulkan's shaders round a one-token step and a batch differently, so a resumed, restored or shared
+# prefix gives other greedy tokens on a random-weight model: the tests that compare such outputs
+# check everything else (tests/support/exact_kernels.h), and kv_bridge_test checks that KV leaves
+# the device buffers and comes back byte for byte.
+export RUSTYCAGE_TEST_INEXACT_KERNELS=1
 # Left out, and why:
 #  * kv_numerics_test, mkmodel_test's bit-exactness cases: assert bit-identical logits across batch
 #    shapes, a property of llama.cpp's CPU integer kernels (tests/engine/README.md), not of Vulkan's.
