@@ -281,25 +281,32 @@ rss_record() {
         "$variant" "$name" "$rep" "$(awk "BEGIN{print $rss/1024}")" "$(awk "BEGIN{print $anon/1024}")" "$(awk "BEGIN{print $hwm/1024}")" >>"$raw"
 }
 
-# disk_read_record VARIANT REP DIR: how long the resume spent bringing A's blocks back (the disk
+# disk_read_record VARIANT REP DIR CACHE: how long the resume spent bringing A's blocks back (the disk
 # promotion histogram: read + verify on the I/O pool, then the restore into the context) against
-# reading the same block files from the page cache (they were just read, so they are cached now).
+# reading the same block files with `cat` in the same state of the page cache. CACHE=cold: the
+# resume read them after the page cache was dropped, and so does the `cat` (dropped again first);
+# CACHE=warm: a restart that finds them in the page cache, and a `cat` of them there.
 disk_read_record() {
-    local variant=$1 rep=$2 dir=$3 m disk_s host_s bytes t0 t1
+    local variant=$1 rep=$2 dir=$3 cache=$4 m disk_s bytes t0 t1 restore_key read_key
     m=$(curl -s --max-time 5 "${srv_url[rustycage]}/metrics" || true)
     # The restore of the resumed request: from its admission until its prefix was in the context
     # (blocks are restored while the next are read, so this is wall time, not a sum of both).
     disk_s=$(echo "$m" | awk '/^rustycage_kv_restore_seconds_sum\{.*source="disk"/ {print $2}' | head -1)
-    host_s=0
-    # The same bytes from the page cache: the block files A left behind (listed after priming), which the
-    # resume has just read, so they are cached now.
     bytes=$(xargs -r stat -c %s <"$dir.primed" | awk '{s += $1} END {print s + 0}')
+    [ "$cache" = cold ] && drop_page_cache "$dir"
     t0=$(date +%s%N)
     xargs -r cat <"$dir.primed" >/dev/null
     t1=$(date +%s%N)
-    printf '{"scenario":"disk_read","variant":"%s","server":"rustycage","rep":%d,"ok":true,"metrics":{"restore_ms":{"value":%s,"unit":"ms","better":"lower"},"page_cache_read_ms":{"value":%s,"unit":"ms","better":"none"},"block_mib":{"value":%s,"unit":"MiB","better":"none"}}}\n' \
-        "$variant" "$rep" "$(awk "BEGIN{print (${disk_s:-0} + ${host_s:-0}) * 1000}")" "$(awk "BEGIN{print ($t1 - $t0) / 1e6}")" \
+    if [ "$cache" = cold ]; then restore_key=cold_restore_ms read_key=cold_read_ms; else restore_key=restore_ms read_key=page_cache_read_ms; fi
+    printf '{"scenario":"disk_read","variant":"%s","server":"rustycage","rep":%d,"ok":true,"metrics":{"%s":{"value":%s,"unit":"ms","better":"lower"},"%s":{"value":%s,"unit":"ms","better":"none"},"block_mib":{"value":%s,"unit":"MiB","better":"none"}}}\n' \
+        "$variant" "$rep" "$restore_key" "$(awk "BEGIN{print ${disk_s:-0} * 1000}")" "$read_key" "$(awk "BEGIN{print ($t1 - $t0) / 1e6}")" \
         "$(awk "BEGIN{print $bytes / 1048576}")" >>"$raw"
+}
+
+# drop_page_cache DIR: the block files' pages leave the page cache (not the model's).
+drop_page_cache() {
+    [ -d "$1" ] || return 0
+    find "$1" -type f -exec dd of={} oflag=nocache conv=notrunc,fdatasync count=0 status=none \; 2>/dev/null || true
 }
 
 servers_json=$work/servers.jsonl
@@ -449,7 +456,10 @@ if has_group disk; then
         for r in $(seq 0 $((reps - 1))); do
             rm -rf "$kvdir"  # each repetition primes an empty directory: it then holds A's blocks only
             for s in rustycage llama-server; do
-                for phase in 1 2; do
+                # Rustycage resumes twice after priming: from a dropped page cache (phase 2), then once
+                # more after another restart with the block files still cached (phase 3).
+                phases="1 2"; [ $s = rustycage ] && phases="1 2 3"
+                for phase in $phases; do
                     if [ $s = rustycage ]; then
                         start_rustycage rustycage "$ctx" 1 --kv-disk-dir "$kvdir"
                     else
@@ -459,16 +469,23 @@ if has_group disk; then
                     # The resumed request must not be the first one after start (first-call page faults and
                     # allocations); a warm-up of unrelated tokens goes first on both servers.
                     # shellcheck disable=SC2046
-                    [ "$phase" = 2 ] && bench warmup $(targets "$s") --reps 1
-                    # shellcheck disable=SC2046
-                    bench resume $(targets "$s") --reps 1 --rep-offset "$r" --variant "$variant" --a-tokens "$disk_a" --b-tokens 0 --phase "$phase"
-                    [ "$s$phase" = rustycage2 ] && disk_read_record "$variant" "$r" "$kvdir"
+                    [ "$phase" != 1 ] && bench warmup $(targets "$s") --reps 1
+                    if [ "$phase" = 3 ]; then
+                        # A warm restore: its TTFT is not a result (the cold one of phase 2 is), its restore is
+                        # (the same variant: prompts are keyed by it)
+                        # shellcheck disable=SC2046
+                        "$rcbench" resume $(targets "$s") --model "$bench_model" --reps 1 --rep-offset "$r" --variant "$variant" \
+                            --a-tokens "$disk_a" --b-tokens 0 --phase 2 >>"$work/warm-restore.log" 2>&1 || log "warning: the warm restore failed"
+                    else
+                        # shellcheck disable=SC2046
+                        bench resume $(targets "$s") --reps 1 --rep-offset "$r" --variant "$variant" --a-tokens "$disk_a" --b-tokens 0 --phase "$phase"
+                    fi
+                    [ "$s$phase" = rustycage2 ] && disk_read_record "$variant" "$r" "$kvdir" cold
+                    [ "$s$phase" = rustycage3 ] && disk_read_record "$variant" "$r" "$kvdir" warm
                     stop_server "$s"
                     [ "$s$phase" = rustycage1 ] && find "$kvdir" -name '*.kvb' >"$kvdir.primed"
-                    # Cold read: drop the page cache of the block files (not of the model).
-                    if [ -d "$kvdir" ]; then
-                        find "$kvdir" -type f -exec dd of={} oflag=nocache conv=notrunc,fdatasync count=0 status=none \; 2>/dev/null || true
-                    fi
+                    # Phase 2 reads from a dropped page cache; phase 3 from a warm one.
+                    [ "$s$phase" = rustycage2 ] || drop_page_cache "$kvdir"
                 done
             done
         done

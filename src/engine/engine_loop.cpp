@@ -223,6 +223,8 @@ bool engine::impl::decode_generate() {
             s.snapshot_at = -1;
         }
     }
+    if (rc::log::current_level() == rc::log::level::debug)  // not the fields' formatting on every step otherwise
+        rc::log::debug("engine", "step", {{"tokens", batch->size()}, {"prefill", prefill_tokens}, {"ms", ms}});
     step_cost.observe(batch->size(), ms);
     steps.seconds.observe(ms / 1000.0);
     steps.tokens.observe(batch->size());
