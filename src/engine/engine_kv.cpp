@@ -62,8 +62,9 @@ int engine::impl::restore_block(sequence & s, const kv::reuse_block & b, const k
         ledger.trim(s.id, s.n_past + b.keep);
     }
     auto & st = planner->stats();
-    st.add_tokens(b.tier == kv::tier_name::disk ? kv::source::disk : kv::source::host, static_cast<uint64_t>(b.keep));
-    st.host_to_context.add(blob->bytes.size());
+    const bool from_disk = b.tier == kv::tier_name::disk;
+    st.add_tokens(from_disk ? kv::source::disk : kv::source::host, static_cast<uint64_t>(b.keep));
+    (from_disk ? st.disk_to_context : st.host_to_context).add(blob->bytes.size());
     st.promotion_host.observe(seconds_since(t0));
     s.n_past += b.keep;
     return b.keep;

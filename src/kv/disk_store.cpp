@@ -303,7 +303,7 @@ void disk_store::drop(const block_key & key, std::atomic<uint64_t> & counter) {
     else used_ -= bytes;
 }
 
-result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
+result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key, blob_pool * pool) {
     {
         std::lock_guard lock(mutex_);
         auto it = index_.find(key);
@@ -319,7 +319,7 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
     }
     uint8_t header[header_bytes];
     header_fields h{};
-    auto blob = std::make_shared<block_blob>();
+    std::shared_ptr<block_blob> blob;
     bool ok = read_all(fd, header, sizeof header);
     if (ok) {
         std::memcpy(&h, header, sizeof h);
@@ -330,6 +330,7 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key) {
     struct stat st {};
     ok = ok && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == header_bytes + h.payload_bytes;
     if (ok) {
+        blob = pool ? pool->make(h.payload_bytes) : std::make_shared<block_blob>();
         blob->bytes.resize(h.payload_bytes);
         ok = read_all(fd, blob->bytes.data(), blob->bytes.size());
         uint8_t extra;

@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kv/blob_pool.h"
 #include "kv/block_blob.h"
 #include "kv/block_key.h"
 #include "util/result.h"
@@ -46,9 +47,10 @@ class disk_store {
     // (disk full, permissions, or no space can be freed because old blocks cannot be deleted); a
     // blob larger than the budget is refused with invalid_argument.
     status write(const block_key & key, const block_blob & blob);
-    // Reads and verifies a block. Errors: not_found (not indexed, or its file vanished); io;
-    // invalid_argument when the file is corrupt (it is deleted and counted).
-    result<std::shared_ptr<block_blob>> read(const block_key & key);
+    // Reads and verifies a block, into a buffer from `pool` when given. Errors: not_found (not
+    // indexed, or its file vanished); io; invalid_argument when the file is corrupt (it is deleted
+    // and counted).
+    result<std::shared_ptr<block_blob>> read(const block_key & key, blob_pool * pool = nullptr);
     // Hints that these blocks will be read soon (the kernel starts reading them).
     void will_read(const std::vector<block_key> & keys) const;
 

@@ -17,6 +17,7 @@ result<std::unique_ptr<kv_manager>> kv_manager::open(const kv_options & opts, co
         auto d = disk_store::open(opts.disk_dir, opts.disk_budget, id.digest());
         if (!d) return d.err();
         m->disk_ = std::move(d.value());
+        m->read_buffers_ = blob_pool::create(k_read_buffer_bytes);
     }
     m->io_ = std::make_unique<io_pool>(std::max(1, opts.io_threads));
     return m;
@@ -102,12 +103,17 @@ void kv_manager::promote_from_disk(std::vector<block_key> keys, std::function<vo
                     disk_->will_read(ahead);
                 }
                 auto start = std::chrono::steady_clock::now();
-                auto b = disk_->read(k);
+                auto b = disk_->read(k, read_buffers_.get());
                 if (!b) break;
                 blob = std::move(b.value());
                 stats_.promotion_disk.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-                stats_.disk_to_host.add(blob->bytes.size());
-                if (host_) stats_.evicted_host.add(host_->put(k, blob).size());
+                // A block read for a restore goes into the context and no further: a copy in host
+                // RAM as well would hold it twice (and the page cache a third time), and its buffer
+                // would not come back for the next read. A prefetch keeps it in host RAM.
+                if (!on_block && host_) {
+                    stats_.disk_to_host.add(blob->bytes.size());
+                    stats_.evicted_host.add(host_->put(k, blob).size());
+                }
             }
             if (on_block) on_block(i, std::move(blob));
             ++delivered;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kv/blob_pool.h"
 #include "kv/block_key.h"
 #include "kv/disk_store.h"
 #include "kv/host_store.h"
@@ -80,11 +81,13 @@ class kv_manager : public block_index {
     // sequence stored while it ran, before the caller had a group).
     void join_pending_writes(const std::shared_ptr<write_group> & group);
 
-    // Reads a consecutive run of a prompt's blocks on the I/O pool (host copies first, then disk),
-    // keeps what it read in T1 when it is on, and hands each block to `on_block` (on an I/O thread,
-    // in order, index into `keys`) as soon as it is verified, so the caller restores one while the
-    // next is read. Stops at the first block that is missing or corrupt (dropped and counted, never
-    // served); `on_end` then gets the number delivered.
+    // Reads a consecutive run of a prompt's blocks on the I/O pool (host copies first, then disk)
+    // and hands each block to `on_block` (on an I/O thread, in order, index into `keys`) as soon as
+    // it is verified, so the caller restores one while the next is read. Blocks read from disk for
+    // `on_block` are not kept in T1 (they are going into the context; their buffers are reused for
+    // the next reads once the caller drops them); without `on_block` (a prefetch) they are put in T1.
+    // Stops at the first block that is missing or corrupt (dropped and counted, never served);
+    // `on_end` then gets the number delivered.
     void promote_from_disk(std::vector<block_key> keys, std::function<void(size_t, blob_ptr)> on_block,
                            std::function<void(size_t)> on_end);
 
@@ -113,6 +116,10 @@ class kv_manager : public block_index {
     kv_stats & stats_;
     std::unique_ptr<host_store> host_;
     std::unique_ptr<disk_store> disk_;
+    // Disk reads on their way into the context reuse these buffers (blob_pool.h): enough idle for
+    // a restore's blocks in flight between the I/O thread and the engine.
+    static constexpr size_t k_read_buffer_bytes = 64u << 20;
+    std::shared_ptr<blob_pool> read_buffers_;
     std::unique_ptr<io_pool> io_;
     // Disk writes queued and not finished, each with the groups waiting for it (one write per key).
     std::mutex writing_mutex_;

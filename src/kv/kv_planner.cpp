@@ -75,7 +75,7 @@ kv_stats_snapshot kv_planner::snapshot() const {
     kv_stats_snapshot s;
     s.prompt_tokens = {stats_.tokens_computed.get(), stats_.tokens_context.get(), stats_.tokens_host.get(), stats_.tokens_disk.get()};
     auto move = [](const kv_stats::move_counter & m) { return kv_stats_snapshot::move_count{m.blocks.get(), m.bytes.get()}; };
-    s.moves = {move(stats_.context_to_host), move(stats_.host_to_disk), move(stats_.disk_to_host), move(stats_.host_to_context)};
+    s.moves = {move(stats_.context_to_host), move(stats_.host_to_disk), move(stats_.disk_to_host), move(stats_.host_to_context), move(stats_.disk_to_context)};
     s.evictions = {stats_.evicted_context.get(), stats_.evicted_host.get(), stats_.evicted_disk.get()};
     s.preemptions = stats_.preemptions.get();
     s.promotion_host = histogram_snapshot::of(stats_.promotion_host);

@@ -61,8 +61,8 @@ struct kv_stats_snapshot {
     struct move_count {
         uint64_t blocks = 0, bytes = 0;
     };
-    struct by_move {  // promotions go up (disk → host → context), demotions down
-        move_count context_to_host, host_to_disk, disk_to_host, host_to_context;
+    struct by_move {  // promotions go up (disk → host → context; disk → context for a restore), demotions down
+        move_count context_to_host, host_to_disk, disk_to_host, host_to_context, disk_to_context;
     };
     struct by_tier {
         uint64_t context = 0, host = 0, disk = 0;
@@ -103,6 +103,7 @@ inline constexpr move_field k_move_fields[] = {
     {"host", "disk", &kv_stats_snapshot::by_move::host_to_disk},
     {"disk", "host", &kv_stats_snapshot::by_move::disk_to_host},
     {"host", "context", &kv_stats_snapshot::by_move::host_to_context},
+    {"disk", "context", &kv_stats_snapshot::by_move::disk_to_context},
 };
 inline constexpr std::pair<const char *, uint64_t kv_stats_snapshot::by_tier::*> k_tier_fields[] = {
     {"context", &kv_stats_snapshot::by_tier::context},
@@ -126,7 +127,7 @@ struct kv_stats {
     };
 
     counter tokens_computed, tokens_context, tokens_host, tokens_disk;
-    move_counter context_to_host, host_to_disk, disk_to_host, host_to_context;
+    move_counter context_to_host, host_to_disk, disk_to_host, host_to_context, disk_to_context;
     counter evicted_context, evicted_host, evicted_disk;
     counter preemptions;
     latency_histogram promotion_host{k_latency_bounds}, promotion_disk{k_latency_bounds};

@@ -108,3 +108,41 @@ TEST_F(kv_manager_test, a_block_stored_twice_while_queued_is_written_once_and_bo
     EXPECT_EQ(mgr->disk_blocks(), 1u);
     EXPECT_EQ(stats.host_to_disk.blocks.get(), 1u) << "one write";
 }
+
+// A restore's disk reads go into the context, not into host RAM as well, and each read reuses the
+// buffer of the block before it once the caller has restored and dropped it; a prefetch keeps what
+// it reads in host RAM.
+TEST_F(kv_manager_test, restore_reads_reuse_their_buffers_and_stay_out_of_host_ram_a_prefetch_keeps_them) {
+    for (uint8_t i = 1; i <= 3; ++i) mgr->store(key(i), blob(i));
+    mgr->drain_io();
+    mgr.reset();  // a restart: host RAM is empty, the blocks are on disk
+    kv_options o;
+    o.host_budget = 1u << 20;
+    o.disk_dir = dir;
+    o.disk_budget = 16u << 20;
+    mgr = kv_manager::open(o, kv_identity{"model", "layout"}, stats).value();
+    ASSERT_EQ(mgr->disk_blocks(), 3u);
+
+    std::vector<const uint8_t *> buffers;
+    std::vector<uint8_t> fills;
+    std::promise<size_t> ended;
+    mgr->promote_from_disk({key(1), key(2), key(3)},
+                           [&](size_t, blob_ptr b) {  // dropped on return, as the engine drops it once restored
+                               buffers.push_back(b->bytes.data());
+                               fills.push_back(b->bytes[0]);
+                           },
+                           [&](size_t n) { ended.set_value(n); });
+    EXPECT_EQ(ended.get_future().get(), 3u);
+    EXPECT_EQ(fills, (std::vector<uint8_t>{1, 2, 3}));
+    EXPECT_EQ(buffers[1], buffers[0]);
+    EXPECT_EQ(buffers[2], buffers[0]);
+    EXPECT_EQ(mgr->host_blocks(), 0u);
+    EXPECT_EQ(stats.disk_to_host.blocks.get(), 0u);
+
+    std::promise<size_t> prefetched;
+    mgr->promote_from_disk({key(1), key(2), key(3)}, {}, [&](size_t n) { prefetched.set_value(n); });
+    EXPECT_EQ(prefetched.get_future().get(), 3u);
+    EXPECT_EQ(mgr->host_blocks(), 3u);
+    EXPECT_EQ(stats.disk_to_host.blocks.get(), 3u);
+    EXPECT_EQ(mgr->host_get(key(2))->bytes, blob(2)->bytes);
+}
