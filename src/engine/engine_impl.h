@@ -38,7 +38,16 @@ struct promotion {
         std::mutex mutex;
         std::vector<std::pair<size_t, kv::blob_ptr>> blocks;
         bool ended = false;
+        bool abandoned = false;  // the engine dropped the promotion: refuse what still arrives
         size_t delivered = 0;
+        // Drops the blocks not yet restored (which lets the reading go on, to its end) and refuses
+        // the rest. Any thread.
+        void abandon() {
+            std::vector<std::pair<size_t, kv::blob_ptr>> dropped;
+            std::lock_guard lock(mutex);
+            abandoned = true;
+            dropped.swap(blocks);
+        }
     };
     std::shared_ptr<inbox> in = std::make_shared<inbox>();
     steady::time_point started = steady::now();

@@ -101,9 +101,11 @@ void engine::impl::start_promotion(std::unique_ptr<sequence> s, kv::reuse_plan p
         [in, notify](size_t i, kv::blob_ptr blob) {
             {
                 std::lock_guard lock(in->mutex);
+                if (in->abandoned) return false;
                 in->blocks.emplace_back(i, std::move(blob));
             }
             if (notify) notify();
+            return true;
         },
         [in, notify](size_t delivered) {
             {
@@ -144,6 +146,7 @@ bool engine::impl::poll_promotions() {
             did = true;
         }
         if (stopped || (ended && p.next >= delivered)) {
+            p.in->abandon();  // a restore that stopped early: the rest is not wanted
             ledger.unreserve(p.reserved);
             planner->stats().restore_disk.observe(seconds_since(p.started));
             ready_to_prefill(std::move(p.seq));

@@ -389,6 +389,7 @@ void engine::impl::fail_all(const std::string & message) {
     for (auto & s : queued) send_error(*s->channel, errc::unavailable, message);
     queued.clear();
     for (auto & p : promoting) {
+        p.in->abandon();
         if (planner) planner->ledger().unreserve(p.reserved);
         active.push_back(std::move(p.seq));  // failed below with the others
     }

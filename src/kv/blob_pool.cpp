@@ -28,6 +28,10 @@ std::shared_ptr<block_blob> blob_pool::make(size_t n) {
     });
 }
 
+void blob_pool::reserve(size_t count, size_t n) {
+    for (size_t i = 0; i < count; ++i) give_back(std::vector<uint8_t>(n));  // value-initialised: every page touched
+}
+
 void blob_pool::give_back(std::vector<uint8_t> && bytes) {
     std::lock_guard lock(mutex_);
     if (bytes.capacity() == 0 || idle_bytes_ + bytes.capacity() > max_idle_) return;  // freed with the blob

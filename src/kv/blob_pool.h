@@ -22,6 +22,9 @@ class blob_pool : public std::enable_shared_from_this<blob_pool> {
 
     // A blob whose `bytes` holds n bytes, of unspecified value: the caller overwrites them.
     std::shared_ptr<block_blob> make(size_t n);
+    // Faults in `count` idle buffers of n bytes now (within the idle limit), so that the first blobs
+    // made do not pay for fresh memory.
+    void reserve(size_t count, size_t n);
 
     size_t idle_bytes() const;
     size_t idle_buffers() const;

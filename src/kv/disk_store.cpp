@@ -163,6 +163,7 @@ result<std::unique_ptr<disk_store>> disk_store::open(const fs::path & dir, size_
             s->lru_.push_back({f.key, f.bytes});
             s->index_[f.key] = std::prev(s->lru_.end());
             s->used_ += f.bytes;
+            s->largest_payload_ = std::max(s->largest_payload_, f.bytes - header_bytes);
         }
         victims = s->pick_victims(0);  // the budget may have shrunk since the last run
     }
@@ -369,6 +370,11 @@ bool disk_store::contains(const block_key & key) const {
 size_t disk_store::bytes_used() const {
     std::lock_guard lock(mutex_);
     return used_;
+}
+
+size_t disk_store::largest_payload() const {
+    std::lock_guard lock(mutex_);
+    return largest_payload_;
 }
 
 size_t disk_store::count() const {

@@ -58,6 +58,7 @@ class disk_store {
     size_t bytes_used() const;
     size_t budget() const { return budget_; }
     size_t count() const;
+    size_t largest_payload() const;  // of the blocks indexed at open (0: none)
     uint64_t corrupt_dropped() const { return corrupt_.load(); }
     uint64_t missing_dropped() const { return missing_.load(); }
     const std::filesystem::path & dir() const { return dir_; }
@@ -91,6 +92,7 @@ class disk_store {
     std::unordered_map<block_key, std::list<file_entry>::iterator, block_key_hash> index_;
     std::unordered_map<block_key, size_t, block_key_hash> deleting_;  // evicted, file not yet removed: its bytes still count
     std::unordered_set<block_key, block_key_hash> writing_;           // renamed into place, not yet indexed
+    size_t largest_payload_ = 0;
     size_t used_ = 0;            // bytes on disk that count against the budget: indexed, being written, being deleted, stuck
     size_t deleting_bytes_ = 0;  // of which are being deleted right now
     size_t stuck_bytes_ = 0;     // of which could not be deleted and are never served

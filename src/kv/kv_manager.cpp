@@ -20,10 +20,18 @@ result<std::unique_ptr<kv_manager>> kv_manager::open(const kv_options & opts, co
         m->read_buffers_ = blob_pool::create(k_read_buffer_bytes);
     }
     m->io_ = std::make_unique<io_pool>(std::max(1, opts.io_threads));
+    if (m->disk_ && m->disk_->largest_payload() > 0) {
+        // After a restart the first restore comes from disk: its read buffers are ready before it.
+        m->io_->submit([pool = m->read_buffers_, n = m->disk_->largest_payload()] { pool->reserve(k_blocks_in_flight + 1, n); });
+    }
     return m;
 }
 
 kv_manager::~kv_manager() {
+    {
+        std::lock_guard lock(link_->mutex);  // a block released from now on reads nothing more
+        link_->manager = nullptr;
+    }
     io_.reset();  // drains pending write-backs before the stores go away
 }
 
@@ -86,40 +94,98 @@ void kv_manager::join_pending_writes(const std::shared_ptr<write_group> & group)
     }
 }
 
-void kv_manager::promote_from_disk(std::vector<block_key> keys, std::function<void(size_t, blob_ptr)> on_block,
+// One streamed promotion. Its I/O task reads blocks in order while fewer than k_blocks_in_flight
+// of those it delivered are still held by the caller; then it parks, and the release of a delivered
+// block (the caller restored and dropped it) starts another task where it stopped. So a restore
+// never has more than k_blocks_in_flight read buffers out and the reads reuse them, however much
+// faster the page cache reads than the context restores; no I/O thread ever waits for the caller.
+struct kv_manager::disk_promotion {
+    std::vector<block_key> keys;
+    std::function<bool(size_t, blob_ptr)> on_block;
+    std::function<void(size_t)> on_end;
+    std::mutex mutex;
+    size_t next = 0;       // the next block to read
+    int held = 0;          // delivered blocks the caller still holds
+    bool parked = false;   // no task reads it: waiting for a release
+};
+
+void kv_manager::promote_from_disk(std::vector<block_key> keys, std::function<bool(size_t, blob_ptr)> on_block,
                                    std::function<void(size_t)> on_end) {
-    io_->submit([this, keys = std::move(keys), on_block = std::move(on_block), on_end = std::move(on_end)] {
-        constexpr size_t k_read_ahead = 4;
-        size_t delivered = 0;
-        for (size_t i = 0; i < keys.size(); ++i) {
-            const auto & k = keys[i];
-            blob_ptr blob = host_get(k);
-            if (!blob) {
-                if (!disk_) break;
-                // The kernel reads the next few files while this one is verified and restored.
-                if (i % k_read_ahead == 0) {
-                    std::vector<block_key> ahead(keys.begin() + static_cast<long>(i) + 1,
-                                                 keys.begin() + static_cast<long>(std::min(keys.size(), i + 1 + k_read_ahead)));
-                    disk_->will_read(ahead);
-                }
-                auto start = std::chrono::steady_clock::now();
-                auto b = disk_->read(k, read_buffers_.get());
-                if (!b) break;
+    auto p = std::make_shared<disk_promotion>();
+    p->keys = std::move(keys);
+    p->on_block = std::move(on_block);
+    p->on_end = std::move(on_end);
+    io_->submit([this, p] { read_promotion(p); });
+}
+
+void kv_manager::read_promotion(const std::shared_ptr<disk_promotion> & p) {
+    constexpr size_t k_read_ahead = 4;
+    for (;;) {
+        size_t i;
+        {
+            std::lock_guard lock(p->mutex);
+            if (p->next < p->keys.size() && p->on_block && p->held >= k_blocks_in_flight) {
+                p->parked = true;  // a release resumes it
+                return;
+            }
+            i = p->next;
+        }
+        blob_ptr blob = i < p->keys.size() ? host_get(p->keys[i]) : nullptr;
+        if (i < p->keys.size() && !blob && disk_) {
+            // The kernel reads the next few files while this one is verified and restored.
+            if (i % k_read_ahead == 0) {
+                std::vector<block_key> ahead(p->keys.begin() + static_cast<long>(i) + 1,
+                                             p->keys.begin() + static_cast<long>(std::min(p->keys.size(), i + 1 + k_read_ahead)));
+                disk_->will_read(ahead);
+            }
+            auto start = std::chrono::steady_clock::now();
+            if (auto b = disk_->read(p->keys[i], read_buffers_.get())) {
                 blob = std::move(b.value());
                 stats_.promotion_disk.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
                 // A block read for a restore goes into the context and no further: a copy in host
                 // RAM as well would hold it twice (and the page cache a third time), and its buffer
                 // would not come back for the next read. A prefetch keeps it in host RAM.
-                if (!on_block && host_) {
+                if (!p->on_block && host_) {
                     stats_.disk_to_host.add(blob->bytes.size());
-                    stats_.evicted_host.add(host_->put(k, blob).size());
+                    stats_.evicted_host.add(host_->put(p->keys[i], blob).size());
                 }
             }
-            if (on_block) on_block(i, std::move(blob));
-            ++delivered;
         }
-        if (on_end) on_end(delivered);
-    });
+        if (!blob) {  // all read, or the first one missing or corrupt: nothing after it is served
+            if (p->on_end) p->on_end(i);
+            return;
+        }
+        {
+            std::lock_guard lock(p->mutex);
+            ++p->next;
+            if (p->on_block) ++p->held;
+        }
+        if (p->on_block) {
+            // The caller's copy: dropping it hands the buffer back and lets the reading go on.
+            std::weak_ptr<io_link> link = link_;
+            blob_ptr tracked(blob.get(), [blob, p, link](const block_blob *) mutable {
+                blob.reset();
+                released(p, link);
+            });
+            if (!p->on_block(i, std::move(tracked))) {  // the caller gave up on it: read no further
+                if (p->on_end) p->on_end(i);
+                return;
+            }
+        }
+    }
+}
+
+void kv_manager::released(const std::shared_ptr<disk_promotion> & p, const std::weak_ptr<io_link> & link) {
+    {
+        std::lock_guard lock(p->mutex);
+        --p->held;
+        if (!p->parked) return;
+        p->parked = false;
+    }
+    auto l = link.lock();
+    if (!l) return;
+    std::lock_guard lock(l->mutex);
+    if (l->manager) l->manager->io_->submit([m = l->manager, p] { m->read_promotion(p); });
 }
 
 void kv_manager::append_record(std::vector<uint8_t> record) {

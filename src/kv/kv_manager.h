@@ -84,11 +84,13 @@ class kv_manager : public block_index {
     // Reads a consecutive run of a prompt's blocks on the I/O pool (host copies first, then disk)
     // and hands each block to `on_block` (on an I/O thread, in order, index into `keys`) as soon as
     // it is verified, so the caller restores one while the next is read. Blocks read from disk for
-    // `on_block` are not kept in T1 (they are going into the context; their buffers are reused for
-    // the next reads once the caller drops them); without `on_block` (a prefetch) they are put in T1.
-    // Stops at the first block that is missing or corrupt (dropped and counted, never served);
-    // `on_end` then gets the number delivered.
-    void promote_from_disk(std::vector<block_key> keys, std::function<void(size_t, blob_ptr)> on_block,
+    // `on_block` are not kept in T1 (they are going into the context); at most a few are out at a
+    // time: the reading goes on as the caller drops the blocks it has restored, and reuses their
+    // buffers. Without `on_block` (a prefetch) they are put in T1. Stops at the first block that is
+    // missing or corrupt (dropped and counted, never served); `on_end` then gets the number delivered
+    // (on an I/O thread). `on_block` returns false when the caller no longer wants the blocks (the
+    // reading ends there). A caller that holds its blocks holds up the reading, not an I/O thread.
+    void promote_from_disk(std::vector<block_key> keys, std::function<bool(size_t, blob_ptr)> on_block,
                            std::function<void(size_t)> on_end);
 
     // Small records persisted beside the disk blocks (the planner's prompt-end aliases): appended in
@@ -107,7 +109,15 @@ class kv_manager : public block_index {
     uint64_t missing_blocks() const { return disk_ ? disk_->missing_dropped() : 0; }
 
   private:
-    kv_manager(kv_stats & stats) : stats_(stats) {}
+    struct disk_promotion;
+    // Lets a block released after the manager is gone ask for nothing (see released()).
+    struct io_link {
+        std::mutex mutex;
+        kv_manager * manager = nullptr;
+    };
+    kv_manager(kv_stats & stats) : stats_(stats), link_(std::make_shared<io_link>()) { link_->manager = this; }
+    void read_promotion(const std::shared_ptr<disk_promotion> & p);
+    static void released(const std::shared_ptr<disk_promotion> & p, const std::weak_ptr<io_link> & link);
     void write_to_disk(const block_key & key, const blob_ptr & blob);
     void finish_write(const block_key & key);
 
@@ -116,14 +126,17 @@ class kv_manager : public block_index {
     kv_stats & stats_;
     std::unique_ptr<host_store> host_;
     std::unique_ptr<disk_store> disk_;
-    // Disk reads on their way into the context reuse these buffers (blob_pool.h): enough idle for
-    // a restore's blocks in flight between the I/O thread and the engine.
+    // A restore's blocks read and not yet restored (and dropped) by the caller, at most.
+    static constexpr int k_blocks_in_flight = 4;
+    // Disk reads on their way into the context reuse these buffers (blob_pool.h); at most this
+    // much waits idle.
     static constexpr size_t k_read_buffer_bytes = 64u << 20;
     std::shared_ptr<blob_pool> read_buffers_;
     std::unique_ptr<io_pool> io_;
     // Disk writes queued and not finished, each with the groups waiting for it (one write per key).
     std::mutex writing_mutex_;
     std::unordered_map<block_key, std::vector<std::shared_ptr<write_group>>, block_key_hash> writing_;
+    std::shared_ptr<io_link> link_;
 };
 
 }  // namespace rc::kv

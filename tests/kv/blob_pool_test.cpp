@@ -51,3 +51,14 @@ TEST(blob_pool, a_blob_outlives_its_pool) {
     EXPECT_EQ(kept->bytes.size(), 100u);
     kept.reset();  // its buffer is freed, not handed to a pool that is gone (ASan would say)
 }
+
+TEST(blob_pool, reserved_buffers_are_what_the_first_blobs_get) {
+    auto pool = blob_pool::create(1u << 20);
+    pool->reserve(3, 4096);
+    EXPECT_EQ(pool->idle_buffers(), 3u);
+    std::vector<std::shared_ptr<block_blob>> made;
+    for (int i = 0; i < 3; ++i) made.push_back(pool->make(4096));
+    EXPECT_EQ(pool->idle_buffers(), 0u) << "all three came from the reserve";
+    pool->reserve(1000, 4096);  // no more than the idle limit
+    EXPECT_LE(pool->idle_bytes(), 1u << 20);
+}

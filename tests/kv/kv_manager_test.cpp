@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <future>
+#include <set>
 
 #include "test_keys.h"
 
@@ -109,11 +110,16 @@ TEST_F(kv_manager_test, a_block_stored_twice_while_queued_is_written_once_and_bo
     EXPECT_EQ(stats.host_to_disk.blocks.get(), 1u) << "one write";
 }
 
-// A restore's disk reads go into the context, not into host RAM as well, and each read reuses the
-// buffer of the block before it once the caller has restored and dropped it; a prefetch keeps what
-// it reads in host RAM.
+// A restore's disk reads go into the context, not into host RAM as well, and reuse a few buffers
+// (faulted in when the tier opened) rather than new memory for each block; a prefetch keeps what it
+// reads in host RAM.
 TEST_F(kv_manager_test, restore_reads_reuse_their_buffers_and_stay_out_of_host_ram_a_prefetch_keeps_them) {
-    for (uint8_t i = 1; i <= 3; ++i) mgr->store(key(i), blob(i));
+    constexpr uint8_t n = 12;
+    std::vector<block_key> keys;
+    for (uint8_t i = 1; i <= n; ++i) {
+        mgr->store(key(i), blob(i));
+        keys.push_back(key(i));
+    }
     mgr->drain_io();
     mgr.reset();  // a restart: host RAM is empty, the blocks are on disk
     kv_options o;
@@ -121,28 +127,91 @@ TEST_F(kv_manager_test, restore_reads_reuse_their_buffers_and_stay_out_of_host_r
     o.disk_dir = dir;
     o.disk_budget = 16u << 20;
     mgr = kv_manager::open(o, kv_identity{"model", "layout"}, stats).value();
-    ASSERT_EQ(mgr->disk_blocks(), 3u);
+    ASSERT_EQ(mgr->disk_blocks(), n);
 
-    std::vector<const uint8_t *> buffers;
+    std::set<const uint8_t *> buffers;
     std::vector<uint8_t> fills;
     std::promise<size_t> ended;
-    mgr->promote_from_disk({key(1), key(2), key(3)},
+    mgr->promote_from_disk(keys,
                            [&](size_t, blob_ptr b) {  // dropped on return, as the engine drops it once restored
-                               buffers.push_back(b->bytes.data());
+                               buffers.insert(b->bytes.data());
                                fills.push_back(b->bytes[0]);
+                               return true;
                            },
-                           [&](size_t n) { ended.set_value(n); });
-    EXPECT_EQ(ended.get_future().get(), 3u);
-    EXPECT_EQ(fills, (std::vector<uint8_t>{1, 2, 3}));
-    EXPECT_EQ(buffers[1], buffers[0]);
-    EXPECT_EQ(buffers[2], buffers[0]);
+                           [&](size_t delivered) { ended.set_value(delivered); });
+    EXPECT_EQ(ended.get_future().get(), n);
+    ASSERT_EQ(fills.size(), n);
+    for (uint8_t i = 0; i < n; ++i) EXPECT_EQ(fills[i], i + 1);
+    EXPECT_LT(buffers.size(), n / 2u) << "a few buffers, each used again";
     EXPECT_EQ(mgr->host_blocks(), 0u);
     EXPECT_EQ(stats.disk_to_host.blocks.get(), 0u);
 
     std::promise<size_t> prefetched;
-    mgr->promote_from_disk({key(1), key(2), key(3)}, {}, [&](size_t n) { prefetched.set_value(n); });
+    mgr->promote_from_disk({key(1), key(2), key(3)}, {}, [&](size_t delivered) { prefetched.set_value(delivered); });
     EXPECT_EQ(prefetched.get_future().get(), 3u);
     EXPECT_EQ(mgr->host_blocks(), 3u);
     EXPECT_EQ(stats.disk_to_host.blocks.get(), 3u);
     EXPECT_EQ(mgr->host_get(key(2))->bytes, blob(2)->bytes);
+}
+
+// However fast the disk reads, a restore has at most a few blocks out: the reading waits (on no
+// thread) for the caller to drop the blocks it restored, and a caller that gives up ends it.
+TEST_F(kv_manager_test, a_restore_reads_only_a_few_blocks_ahead_of_the_caller_and_stops_when_it_gives_up) {
+    constexpr uint8_t n = 10;
+    for (uint8_t i = 1; i <= n; ++i) mgr->store(key(i), blob(i));
+    mgr->drain_io();
+    mgr.reset();
+    kv_options o;
+    o.host_budget = 1u << 20;
+    o.disk_dir = dir;
+    o.disk_budget = 16u << 20;
+    mgr = kv_manager::open(o, kv_identity{"model", "layout"}, stats).value();
+    std::vector<block_key> keys;
+    for (uint8_t i = 1; i <= n; ++i) keys.push_back(key(i));
+
+    std::mutex mutex;
+    std::vector<blob_ptr> held;
+    std::promise<size_t> ended;
+    mgr->promote_from_disk(keys,
+                           [&](size_t, blob_ptr b) {
+                               std::lock_guard lock(mutex);
+                               held.push_back(std::move(b));
+                               return true;
+                           },
+                           [&](size_t delivered) { ended.set_value(delivered); });
+    mgr->drain_io();  // the reading has parked: nothing is queued for an I/O thread
+    size_t first_batch;
+    {
+        std::lock_guard lock(mutex);
+        first_batch = held.size();
+    }
+    EXPECT_GE(first_batch, 1u);
+    EXPECT_LE(first_batch, 4u) << "no more than a few blocks out at once";
+    EXPECT_EQ(mgr->host_blocks(), 0u);
+
+    // The caller restores and drops what it has: the reading goes on, in order, to the end.
+    std::vector<uint8_t> fills;
+    auto done = ended.get_future();
+    while (done.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+        std::vector<blob_ptr> restored;
+        {
+            std::lock_guard lock(mutex);
+            restored.swap(held);
+        }
+        for (const auto & b : restored) fills.push_back(b->bytes[0]);
+        restored.clear();  // released here: the next read starts
+        mgr->drain_io();
+    }
+    EXPECT_EQ(done.get(), n);
+    for (const auto & b : held) fills.push_back(b->bytes[0]);
+    held.clear();
+    ASSERT_EQ(fills.size(), n);
+    for (uint8_t i = 0; i < n; ++i) EXPECT_EQ(fills[i], i + 1);
+
+    // A caller that gives up after two blocks: the reading stops there and says how many it took.
+    std::promise<size_t> stopped;
+    int offered = 0;
+    mgr->promote_from_disk(keys, [&](size_t, blob_ptr) { return ++offered <= 2; }, [&](size_t delivered) { stopped.set_value(delivered); });
+    EXPECT_EQ(stopped.get_future().get(), 2u);
+    EXPECT_EQ(offered, 3);
 }
