@@ -4,7 +4,10 @@
 # policy — cache (cached prefix against load), round-robin, least-loaded. Every policy gets a fresh
 # fleet (no KV left over from the previous one) and the same prompts.
 #
-#   bench/gateway.sh [--smoke] [--build DIR] [--reps N] [--policies LIST] [--out DIR]
+#   bench/gateway.sh [--smoke] [--build DIR] [--model PRESET] [--reps N] [--policies LIST] [--out DIR]
+#
+# The full run serves bench-135m (SmolLM2-135M's shape): three servers share the machine's cores, and
+# on two of them bench-1b's 2k-token prefill takes most of a minute (`--model bench-1b` runs it anyway).
 #
 # Scenarios (rc-bench, bench/bench_scenarios.cpp):
 #   fleet_resume   12+ multi-turn conversations in 3 groups with long shared and unique prefixes,
@@ -20,15 +23,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-mode=full build=build reps="" policies="cache,round-robin,least-loaded" outdir=""
+mode=full build=build reps="" policies="cache,round-robin,least-loaded" outdir="" model_arg=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) mode=smoke ;;
         --build) build=$2; shift ;;
+        --model) model_arg=$2; shift ;;
         --reps) reps=$2; shift ;;
         --policies) policies=$2; shift ;;
         --out) outdir=$2; shift ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "bench/gateway.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -41,10 +45,11 @@ if [ "$mode" = smoke ]; then
     convs=4; groups=2; shared=64; unique=64; turn=16; gen=4; rounds=1
     nr_count=6; nr_conc=3; nr_prompt=32; nr_gen=8
 else
-    reps=${reps:-3}; model=bench-1b; threads=2; ctx=8192; parallel=4
+    reps=${reps:-3}; model=bench-135m; threads=2; ctx=8192; parallel=4
     convs=12; groups=3; shared=1024; unique=1024; turn=64; gen=8; rounds=2
     nr_count=24; nr_conc=6; nr_prompt=256; nr_gen=64
 fi
+[ -n "$model_arg" ] && model=$model_arg
 [ -z "$outdir" ] && outdir=$(mktemp -d /tmp/rc-bench-gateway.XXXXXX)
 mkdir -p "$outdir"
 raw=$outdir/raw.jsonl

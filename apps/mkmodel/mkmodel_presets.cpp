@@ -68,6 +68,32 @@ constexpr preset k_presets[] = {
         .tensors = tensors_llama,
     },
     {
+        // bench-1b's tokenizer and template in the shape of SmolLM2-135M (30 layers x 576, 9 heads of
+        // 64, 3 KV heads): a small real model for benchmarks that run many servers on two cores (the
+        // fleet gateway's, bench/gateway.sh), where a 1B model's 2k-token prefill takes most of a minute.
+        .name = "bench-135m",
+        .summary = "llama, 30 layers x 576 (SmolLM2-135M shape), Q8_0, SentencePiece 32k, Mistral [INST] template",
+        .arch = "llama",
+        .vocab_file = "ggml-vocab-llama-spm.gguf",
+        .template_file = "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+        .n_layer = 30,
+        .n_embd = 576,
+        .n_head = 9,
+        .n_head_kv = 3,
+        .n_ff = 1536,
+        .n_ctx = 8192,
+        .norm = norm_kind::rms,
+        .norm_eps = 1e-5f,
+        .rope_freq_base = 100000.0f,
+        .write_rope_dimension_count = true,
+        .write_vocab_size = true,
+        .tied_embeddings = true,
+        .matrix_type = GGML_TYPE_Q8_0,
+        .file_type = LLAMA_FTYPE_MOSTLY_Q8_0,
+        .scales = {.embd = 0.02f, .matrix = 0.04f, .output = 0.02f},
+        .tensors = tensors_llama,
+    },
+    {
         // bench-1b's tokenizer and template on a tiny body: the HTTP-overhead benchmark, where the
         // server's own per-request and per-token costs must not drown in model compute.
         .name = "bench-tiny",

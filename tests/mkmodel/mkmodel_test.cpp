@@ -427,7 +427,7 @@ TEST_F(mkmodel_test, name_flag_sets_general_name) {
 TEST_F(mkmodel_test, list_names_every_preset) {
     const run_result r = run_tool({"--list"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    for (const char * name : {"tiny-chat", "tiny-embed", "tiny-mamba", "bench-1b", "bench-tiny"}) {
+    for (const char * name : {"tiny-chat", "tiny-embed", "tiny-mamba", "bench-1b", "bench-135m", "bench-tiny"}) {
         EXPECT_NE(r.out.find(name), std::string::npos) << name;
     }
 }
