@@ -27,6 +27,10 @@ void add_engine_flags(CLI::App & cmd, engine_flags & f) {
         ->envname("RUSTYCAGE_PARALLEL")->check(CLI::Range(1, 128))->capture_default_str();
     cmd.add_option("-t,--threads", f.engine.n_threads, "CPU threads for compute (0: all cores)")
         ->envname("RUSTYCAGE_THREADS")->check(CLI::Range(0, 1024))->capture_default_str();
+    cmd.add_option("--compute-nice", f.engine.compute_nice,
+                   "Run compute threads this much nicer than the threads that answer clients, so a token never waits for "
+                   "a compute time slice (0: same priority)")
+        ->envname("RUSTYCAGE_COMPUTE_NICE")->check(CLI::Range(0, 19))->capture_default_str();
     cmd.add_option("-b,--batch-size", f.engine.n_batch, "Tokens per decode step")->envname("RUSTYCAGE_BATCH_SIZE")->check(CLI::Range(1, 1 << 16))->capture_default_str();
     cmd.add_option("--prefill-chunk", f.engine.prefill_chunk, "Most prefill tokens per step while other requests decode")
         ->envname("RUSTYCAGE_PREFILL_CHUNK")->check(CLI::Range(1, 1 << 16))->capture_default_str();

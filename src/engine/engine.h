@@ -38,6 +38,7 @@ struct engine_options {
     // bench-1b with 2 cores; 1500 ms, 0.9-1.0x with the streams' gaps still 0.13x llama-server's.
     double max_step_ms = 1500;
     int n_threads = 0;          // 0: all cores
+    int compute_nice = 5;       // the engine's compute threads run this much nicer (llama/compute_thread.h); 0: as the process
     int max_queue = 256;        // waiting requests before submit() answers `unavailable`
     bool flash_attn = false;
     ggml_type kv_type = GGML_TYPE_F16;  // KV cache cell type: F16, F32, or Q8_0 (needs flash_attn)

@@ -1,6 +1,8 @@
 // The engine thread: drain submissions, then step until nothing can move. See engine.h for the contract.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 #include "engine/engine_impl.h"
 #include "engine/logprobs.h"
@@ -33,6 +35,8 @@ void send_error(request_channel & ch, errc code, const std::string & message) {
 
 void engine::run(std::promise<void> & calibrated) {
     auto & im = *impl_;
+    if (!llama::lower_compute_priority(im.opts.compute_nice))
+        rc::log::warn("engine", "compute_priority_unchanged", {{"nice", im.opts.compute_nice}, {"error", std::strerror(errno)}});
     // Here, not on the thread that started the engine: graphs run on engine threads only
     // (llama/compute_thread.h).
     if (im.planner) im.calibrate_step_cost();

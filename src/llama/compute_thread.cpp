@@ -1,8 +1,11 @@
 #include "llama/compute_thread.h"
 
 #include <dlfcn.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 
 namespace rc::llama {
 
@@ -33,6 +36,15 @@ void release_compute_threads() {
     pause_fn pause = found.load();
     if (!pause && (pause = find_pause())) found.store(pause);
     if (pause) pause(omp_pause_soft);
+}
+
+bool lower_compute_priority(int nice) {
+    if (nice <= 0) return true;
+    // Linux keeps a nice value per thread: PRIO_PROCESS with who = 0 is the calling thread only.
+    errno = 0;
+    const int now = getpriority(PRIO_PROCESS, 0);
+    if (errno != 0) return false;
+    return setpriority(PRIO_PROCESS, 0, std::min(19, now + nice)) == 0;
 }
 
 }  // namespace rc::llama

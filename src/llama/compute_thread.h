@@ -24,4 +24,12 @@ auto on_own_thread(F && fn) {
 // llama.cpp was built without OpenMP. Not from inside a graph computation.
 void release_compute_threads();
 
+// Lowers the calling thread's scheduling priority by `nice` (0-19; capped at 19), before it computes
+// its first graph, so the OpenMP or ggml workers it starts inherit it. A graph keeps every core busy
+// (the workers spin between steps), so the threads that answer clients, woken to send a token, would
+// otherwise wait for a compute thread's time slice: 2-3 ms per gap on two cores. Lower-priority
+// compute threads give way at once and lose almost nothing (those threads run a few microseconds per
+// token). Returns false, changing nothing, when the system refuses.
+bool lower_compute_priority(int nice);
+
 }  // namespace rc::llama
