@@ -122,5 +122,5 @@ test-vulkan:
 	@scripts/setup.sh vulkan
 	@scripts/vulkan-headers.sh >/dev/null
 	@CCACHE_NOHASHDIR=1 $(MAKE) build BUILD=build-vulkan GPU=vulkan \
-	    CMAKE_ARGS="-DRUSTYCAGE_VULKAN=ON -DCMAKE_EXE_LINKER_FLAGS='-static-libstdc++ -static-libgcc'"
+	    CMAKE_ARGS="-DRUSTYCAGE_VULKAN=ON -DOPENSSL_USE_STATIC_LIBS=TRUE -DCMAKE_EXE_LINKER_FLAGS='-static-libstdc++ -static-libgcc'"
 	@tests/release/test_vulkan.sh build-vulkan

@@ -56,9 +56,13 @@ case "$flavour" in
         log "building $dir (nice $nice_level)"
         # The same directory and configuration as `make test-vulkan` (RelWithDebInfo, stripped when
         # packed): one build serves both, and ccache shares build/'s objects (CCACHE_NOHASHDIR).
+        # OpenSSL's libcrypto is linked statically as in the cpu artifact: hosts carry different
+        # sonames (1.1 on bullseye and focal, 3 on bookworm and jammy). Configured every time, and
+        # OpenSSL looked up again, so a directory configured without these options gets them.
         export CCACHE_NOHASHDIR=1
-        [ -f "$dir/build.ninja" ] || RUSTYCAGE_COMMIT="$commit" nice -n "$nice_level" cmake -S . -B "$dir" -G Ninja \
-            -DCMAKE_BUILD_TYPE=RelWithDebInfo "$opt" "-DCMAKE_EXE_LINKER_FLAGS=$static_runtime" >&2
+        RUSTYCAGE_COMMIT="$commit" nice -n "$nice_level" cmake -S . -B "$dir" -G Ninja \
+            -U 'OPENSSL_*' -DCMAKE_BUILD_TYPE=RelWithDebInfo "$opt" -DOPENSSL_USE_STATIC_LIBS=TRUE \
+            "-DCMAKE_EXE_LINKER_FLAGS=$static_runtime" >&2
         RUSTYCAGE_COMMIT="$commit" nice -n "$nice_level" cmake --build "$dir" -j "$jobs" --target rustycage rustycage-mkmodel >&2
         echo "$src/$dir "
         ;;
