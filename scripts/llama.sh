@@ -109,8 +109,9 @@ flavour_flags() {
             nvcc=$(command -v nvcc) || die "cuda: nvcc not on PATH"
             archs=$(cuda_architectures)
             # cudart from the toolkit's static archive: the artifact needs only the driver's libcuda.so.1
-            # (and cuBLAS, shipped next to the backend).
-            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc"
+            # (and cuBLAS, shipped next to the backend). No NCCL: it only speeds up splitting one model
+            # across several GPUs, and would add a 218 MB libnccl.so.2 that no host is sure to have.
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CUDA=ON -DGGML_CUDA_NCCL=OFF "-DCMAKE_CUDA_COMPILER=$nvcc"
                            "-DCMAKE_CUDA_ARCHITECTURES=$archs"
                            "-DCUDA_cudart_LIBRARY=$(dirname "$(dirname "$nvcc")")/lib64/libcudart_static.a") ;;
         *) die "unknown flavour '$1' (cpu, release-cpu, vulkan, cuda, metal)" ;;

@@ -8,6 +8,8 @@
 # ("max_glibc=2.31" on the last line). Fails (exit 1) when:
 #  * a version is above --max-glibc;
 #  * anything needs libstdc++ or libgcc_s (they are linked statically: GLIBCXX_/CXXABI_ needs too);
+#    NVIDIA's prebuilt cuBLAS, which is shipped and not built here, may need libgcc_s.so.1: libc6
+#    depends on libgcc-s1 on every supported distribution;
 #  * a NEEDED library is neither shipped in lib/ nor one a host provides (glibc, libcurl, the
 #    Vulkan loader, the NVIDIA driver's libcuda);
 #  * an executable's RUNPATH is not $ORIGIN/../lib, or a library's RUNPATH holds an absolute path.
@@ -26,6 +28,7 @@ done
 command -v readelf >/dev/null || { echo "readelf missing (binutils)" >&2; exit 2; }
 
 # What every supported host has (Debian 11+, Ubuntu 20.04+), or brings with its GPU driver.
+VENDOR_PREBUILT="libcublas.so.* libcublasLt.so.*"
 SYSTEM_LIBS="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 libcurl.so.4 libvulkan.so.1 libcuda.so.1"
 
 tree=$1
@@ -47,6 +50,16 @@ shipped=" "
 while IFS= read -r -d '' f; do shipped+="$(basename "$f") "; done < <(find "$tree" -path '*/lib/*' \( -type f -o -type l \) -name '*.so*' -print0)
 
 overall=0.0
+is_vendor_prebuilt() {  # path in the tree
+    local name p
+    name=$(basename "$1")
+    for p in $VENDOR_PREBUILT; do
+        # shellcheck disable=SC2254  # $p is a pattern
+        case "$name" in $p) return 0 ;; esac
+    done
+    return 1
+}
+
 count=0
 while IFS= read -r -d '' f; do
     is_elf "$f" || continue
@@ -62,6 +75,7 @@ while IFS= read -r -d '' f; do
     fi
     if readelf -V -W "$f" 2>/dev/null | grep -qE 'Name: (GLIBCXX|CXXABI)_'; then fail "$rel needs a shared libstdc++ (GLIBCXX_/CXXABI_ versions)"; fi
     for lib in $(readelf -d -W "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+        if [ "$lib" = libgcc_s.so.1 ] && is_vendor_prebuilt "$rel"; then continue; fi
         case "$lib" in libstdc++.so*|libgcc_s.so*) fail "$rel needs $lib (must be linked statically)"; continue ;; esac
         case " $SYSTEM_LIBS " in *" $lib "*) continue ;; esac
         case "$shipped" in *" $lib "*) continue ;; esac
