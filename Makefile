@@ -5,6 +5,11 @@ GPU        ?= cpu
 MODELS_DIR ?= $(HOME)/.rustycage/models
 CMAKE_ARGS ?=
 
+# ccache shares objects between clones: paths under the clone are hashed relative to it, and the
+# directory a compile ran in is left out (a fresh clone elsewhere, as CI makes, then hits the cache).
+export CCACHE_BASEDIR  := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 ifeq ($(GPU),cuda)
   CMAKE_ARGS += -DRUSTYCAGE_CUDA=ON
 else ifeq ($(GPU),vulkan)
