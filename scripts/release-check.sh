@@ -28,7 +28,6 @@ done
 command -v readelf >/dev/null || { echo "readelf missing (binutils)" >&2; exit 2; }
 
 # What every supported host has (Debian 11+, Ubuntu 20.04+), or brings with its GPU driver.
-VENDOR_PREBUILT="libcublas.so.* libcublasLt.so.*"
 SYSTEM_LIBS="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 libcurl.so.4 libvulkan.so.1 libcuda.so.1"
 
 tree=$1
@@ -50,16 +49,6 @@ shipped=" "
 while IFS= read -r -d '' f; do shipped+="$(basename "$f") "; done < <(find "$tree" -path '*/lib/*' \( -type f -o -type l \) -name '*.so*' -print0)
 
 overall=0.0
-is_vendor_prebuilt() {  # path in the tree
-    local name p
-    name=$(basename "$1")
-    for p in $VENDOR_PREBUILT; do
-        # shellcheck disable=SC2254  # $p is a pattern
-        case "$name" in $p) return 0 ;; esac
-    done
-    return 1
-}
-
 count=0
 while IFS= read -r -d '' f; do
     is_elf "$f" || continue
@@ -75,7 +64,7 @@ while IFS= read -r -d '' f; do
     fi
     if readelf -V -W "$f" 2>/dev/null | grep -qE 'Name: (GLIBCXX|CXXABI)_'; then fail "$rel needs a shared libstdc++ (GLIBCXX_/CXXABI_ versions)"; fi
     for lib in $(readelf -d -W "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-        if [ "$lib" = libgcc_s.so.1 ] && is_vendor_prebuilt "$rel"; then continue; fi
+        if [ "$lib" = libgcc_s.so.1 ]; then case "${rel##*/}" in libcublas.so.*|libcublasLt.so.*) continue ;; esac; fi
         case "$lib" in libstdc++.so*|libgcc_s.so*) fail "$rel needs $lib (must be linked statically)"; continue ;; esac
         case " $SYSTEM_LIBS " in *" $lib "*) continue ;; esac
         case "$shipped" in *" $lib "*) continue ;; esac
