@@ -22,6 +22,9 @@ if(rc_llama_flavour STREQUAL "cuda")
 endif()
 
 if(NOT RUSTYCAGE_LLAMA_BUILD)
+  # A new pin or patch reconfigures, which runs the script again (it rebuilds what changed).
+  file(GLOB rc_llama_patches CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/llama-patches/*.patch)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/llama.sh ${rc_llama_patches})
   message(STATUS "llama.cpp: fetching/building the pinned tree (${rc_llama_flavour}); first time takes a while")
   execute_process(COMMAND ${rc_llama_script}
                   OUTPUT_VARIABLE rc_llama_out OUTPUT_STRIP_TRAILING_WHITESPACE

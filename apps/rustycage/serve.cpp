@@ -12,6 +12,7 @@
 
 #include "api/api_server.h"
 #include "fleet/console_feed.h"
+#include "llama/template_budget.h"
 #include "fleet_cli.h"
 #include "api/ollama/keep_alive.h"
 #include "cli_common.h"
@@ -33,6 +34,7 @@ struct serve_flags {
     bool api_keys_given = false;
     double header_timeout_s = 10;
     double shutdown_timeout_s = 10;
+    double template_timeout_s = 10;
     std::vector<std::string> preload;
     int max_body_mb = 32;
     std::string memory_budget;  // empty: 80% of physical RAM
@@ -62,9 +64,13 @@ std::vector<std::string> collect_keys(const std::vector<std::string> & flags, co
     return out;
 }
 
-// Stops the server gracefully (in-flight requests finish) on a helper thread; a second signal or
-// `seconds` without it finishing ends the process at once, so no request (a stream running to a
-// large max_tokens, a slow client) can hold up a shutdown.
+// Stops the server gracefully (in-flight requests finish) on a helper thread. A second signal or
+// `seconds` without it finishing ends what still runs: each generation answers 503 (a stream sends
+// its error event and ends), so no request (a stream running to a large max_tokens) can hold up a
+// shutdown and none is cut off mid-chunk. Only a server that has not stopped `k_end_grace` after
+// that (a client that reads nothing) ends the process at once, with status 1.
+constexpr auto k_end_grace = std::chrono::seconds(3);
+
 int stop_within(api::api_server & server, const sigset_t & signals, double seconds) {
     std::mutex mu;
     std::condition_variable cv;
@@ -75,21 +81,27 @@ int stop_within(api::api_server & server, const sigset_t & signals, double secon
         done = true;
         cv.notify_all();
     });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-    bool forced = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+    bool ending = false, forced = false;
     for (;;) {
         {
             std::unique_lock lock(mu);
             if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
         }
         timespec poll{0, 0};
-        if (sigtimedwait(&signals, nullptr, &poll) > 0 || std::chrono::steady_clock::now() >= deadline) {
+        const bool signalled = sigtimedwait(&signals, nullptr, &poll) > 0;
+        if (!signalled && std::chrono::steady_clock::now() < deadline) continue;
+        if (ending) {
             forced = true;
             break;
         }
+        rc::log::warn("serve", "ending_requests", {{"reason", signalled ? "a second signal" : "requests still running after the shutdown timeout"}});
+        server.end_requests();
+        ending = true;
+        deadline = std::chrono::steady_clock::now() + k_end_grace;
     }
     if (forced) {
-        rc::log::warn("serve", "forced_exit", {{"reason", "requests still running after the shutdown timeout, or a second signal"}});
+        rc::log::warn("serve", "forced_exit", {{"reason", "connections still open after their requests were ended"}});
         std::fflush(nullptr);
         std::_Exit(1);
     }
@@ -113,6 +125,9 @@ int serve(serve_flags & f) {
     }
     f.listen.max_body_bytes = static_cast<size_t>(f.max_body_mb) << 20;
     f.listen.header_timeout = std::chrono::milliseconds(static_cast<long long>(f.header_timeout_s * 1000));
+    llama::template_limits templates = llama::current_template_limits();
+    templates.max_time = std::chrono::milliseconds(static_cast<long long>(f.template_timeout_s * 1000));
+    llama::set_template_limits(templates);
 
     // Signals are taken synchronously by this thread; every thread started below inherits the mask.
     sigset_t signals = block_stop_signals();
@@ -200,6 +215,9 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_MAX_CONNECTIONS")->check(CLI::Range(1, 65536))->capture_default_str();
     cmd->add_option("--header-timeout", f->header_timeout_s, "Seconds a request's header block may take to arrive; slower clients get 408 and are disconnected")
         ->envname("RUSTYCAGE_HEADER_TIMEOUT")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+    cmd->add_option("--template-timeout", f->template_timeout_s,
+                    "Seconds one chat-template render may take (a model's own or a client's template); longer is a 400 naming the limit")
+        ->envname("RUSTYCAGE_TEMPLATE_TIMEOUT")->check(CLI::Range(0.1, 600.0))->capture_default_str();
     cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s, "Seconds in-flight requests get to finish after SIGTERM/SIGINT before the process exits anyway")
         ->envname("RUSTYCAGE_SHUTDOWN_TIMEOUT")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
     f->fleet.endpoints.clear();

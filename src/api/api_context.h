@@ -1,6 +1,7 @@
 #pragma once
 // What every route handler may use: the model manager, the server's API settings, its metrics and
 // the facts read from model files. One per server, shared by both listeners.
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -29,6 +30,9 @@ struct api_context {
     std::shared_ptr<server_metrics> metrics = std::make_shared<server_metrics>();
     // GGUF header facts per model file (/api/tags, /api/show, /api/ps), read once per file version.
     std::shared_ptr<model_facts_cache> facts = std::make_shared<model_facts_cache>();
+    // Set when a shutdown's grace period is over: every generation still running ends at its next
+    // client check with a 503 error (a stream: its error event, then its end), not a cut connection.
+    std::shared_ptr<std::atomic<bool>> ending = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace rc::api

@@ -11,18 +11,17 @@
 #include "api/api_context.h"
 #include "api/http_server.h"
 #include "api/request_guard.h"
+#include "api/server_shell.h"
 #include "api/ui/ui_routes.h"
 #include "util/result.h"
 
 namespace rc::api {
 
-struct listen_options {
+// Where to listen, and the limits of every listener (server_shell.h).
+struct listen_options : shell_limits {
     std::string host = "127.0.0.1";
     int openai_port = 8080;   // 0: any free port
     int ollama_port = 11434;  // 0: any free port; -1: no second listener
-    size_t max_body_bytes = 32u << 20;
-    int max_connections = 256;                        // per listener; more are answered 503
-    std::chrono::milliseconds header_timeout{10000};  // a request header must arrive whole within this
 };
 
 class api_server {
@@ -35,14 +34,16 @@ class api_server {
     // API keys check_api_keys() refuses.
     status start(const listen_options & listen);
     void stop();
+    // Ends every generation still running (each answers 503, a stream with its error event), so
+    // that a stop() waiting for them returns. For a shutdown whose grace period is over.
+    void end_requests();
     int openai_port() const { return openai_port_; }
     int ollama_port() const { return ollama_port_; }
 
   private:
     api_context ctx_;
     ui::fleet_source fleet_;
-    std::vector<std::unique_ptr<http_server>> servers_;
-    std::vector<std::thread> threads_;
+    listeners listeners_;
     int openai_port_ = -1;
     int ollama_port_ = -1;
 };

@@ -14,6 +14,24 @@ namespace {
 // copy costs one dump of what the client sent.
 common_json to_common(const json & j) { return common_json::parse(dump(j)); }
 
+// A tool call's `arguments` string is parsed again by llama.cpp while the template renders (most
+// templates take it as an object): it gets the body's bounds first, or 100,000 '[' in a string
+// would recurse past the stack.
+void check_tool_call_arguments(const json & m, const std::string & where) {
+    auto calls = m.find("tool_calls");
+    if (calls == m.end() || !calls->is_array()) return;
+    for (size_t i = 0; i < calls->size(); ++i) {
+        const json & call = (*calls)[i];
+        if (!call.is_object()) continue;
+        auto fn = call.find("function");
+        if (fn == call.end() || !fn->is_object()) continue;
+        auto args = fn->find("arguments");
+        if (args != fn->end() && args->is_string()) {
+            check_json_text(args->get_ref<const std::string &>(), where + ".tool_calls[" + std::to_string(i) + "].function.arguments");
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<common_chat_msg> read_chat_messages(const json & messages, const std::string & field) {
@@ -37,6 +55,7 @@ std::vector<common_chat_msg> read_chat_messages(const json & messages, const std
         if (has_content && !content->is_string() && !content->is_array())
             bad_request(where + ".content must be a string or an array of content parts", field);
         if (!has_content && !(r == "assistant" && m.contains("tool_calls"))) bad_request(where + ".content is required", field);
+        check_tool_call_arguments(m, where);
         copy.push_back(m);
         if (r == "developer") copy.back()["role"] = "system";
     }
@@ -50,6 +69,8 @@ std::vector<common_chat_msg> read_chat_messages(const json & messages, const std
 std::vector<common_chat_tool> read_chat_tools(const json & tools, const std::string & field) {
     if (tools.is_null()) return {};
     if (!tools.is_array()) bad_request("'" + field + "' must be an array", field);
+    if (tools.size() > max_chat_tools)
+        bad_request("'" + field + "' has " + std::to_string(tools.size()) + " tools; at most " + std::to_string(max_chat_tools) + " are accepted", field);
     for (size_t i = 0; i < tools.size(); ++i) {
         if (!tools[i].is_object()) bad_request(field + "[" + std::to_string(i) + "] must be an object", field);
     }

@@ -56,7 +56,9 @@ generation_session::~generation_session() {
     }
 }
 
-std::shared_ptr<generation_session> generation_session::start(api_context & ctx, const models::model_entry & model, generation_input in) {
+std::shared_ptr<generation_session> generation_session::start(api_context & ctx, const models::model_entry & model, generation_input in,
+                                                               std::function<bool()> client_gone) {
+    if (in.chat) in.chat->cancelled = std::move(client_gone);
     std::chrono::nanoseconds load_time{0};
     auto lease = lease_model(ctx, model, in.keep_alive, &load_time);
     std::shared_ptr<generation_session> s(new generation_session(ctx, std::move(lease), in.model));
@@ -77,7 +79,7 @@ void generation_session::prepare(const models::model_entry & model, generation_i
     for (const auto & [tok, bias] : in.params.sampling.logit_bias) {
         if (!m.valid_token(tok)) bad_request("'logit_bias' key " + safe_quote(std::to_string(tok)) + " is not a token id of this model", "logit_bias");
     }
-    rendered_prompts r = render_prompts(m, in);
+    rendered_prompts r = render_prompts(eng, in);
     prompts_ = std::move(r.prompts);
     if (r.chat) {
         grammar_ = std::move(r.chat->grammar);
@@ -90,7 +92,27 @@ void generation_session::prepare(const models::model_entry & model, generation_i
     }
 }
 
-rendered_prompts render_prompts(const llama::model & m, const generation_input & in) {
+void check_prompt_text(const engine::engine & eng, size_t bytes, const std::string & field) {
+    const size_t n_ctx = static_cast<size_t>(std::max(1, eng.n_ctx()));
+    const size_t longest = std::max<size_t>(1, eng.model().longest_token_bytes());
+    if (bytes / longest <= n_ctx) return;
+    bad_request("'" + field + "' is " + std::to_string(bytes) + " bytes: more than the " + std::to_string(n_ctx) +
+                    "-token context could hold (each token covers at most " + std::to_string(longest) + " bytes of text)",
+                field);
+}
+
+size_t chat_text_bytes(const std::vector<common_chat_msg> & messages) {
+    size_t n = 0;
+    for (const auto & m : messages) {
+        n += m.content.size() + m.reasoning_content.size();
+        for (const auto & part : m.content_parts) n += part.text.size();
+        for (const auto & call : m.tool_calls) n += call.name.size() + call.arguments.size();
+    }
+    return n;
+}
+
+rendered_prompts render_prompts(const engine::engine & eng, const generation_input & in) {
+    const llama::model & m = eng.model();
     rendered_prompts out;
     check_vocabulary(in.context, m, "context");
     std::vector<llama_token> context(in.context.begin(), in.context.end());
@@ -100,8 +122,10 @@ rendered_prompts render_prompts(const llama::model & m, const generation_input &
     if (in.chat) {
         if (in.chat->messages.size() > max_chat_messages)  // dialects check earlier; this keeps the bound for every path
             bad_request("'" + in.prompt_field + "' has more than " + std::to_string(max_chat_messages) + " messages", in.prompt_field);
+        check_prompt_text(eng, chat_text_bytes(in.chat->messages), in.prompt_field);  // before the render's copies
         auto rendered = engine::render_chat(m, *in.chat);
         if (!rendered) raise(rendered.err(), in.prompt_field);
+        check_prompt_text(eng, rendered->text.size(), in.prompt_field);
         std::vector<llama_token> tokens = std::move(context);
         auto text = m.tokenize(rendered->text, add_special, true);
         tokens.insert(tokens.end(), text.begin(), text.end());
@@ -115,6 +139,7 @@ rendered_prompts render_prompts(const llama::model & m, const generation_input &
             check_vocabulary(p.tokens, m, in.prompt_field);
             tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
         } else {
+            check_prompt_text(eng, p.text.size(), in.prompt_field);
             auto text = m.tokenize(p.text, add_special, in.parse_special);
             tokens.insert(tokens.end(), text.begin(), text.end());
         }
@@ -188,6 +213,14 @@ bool generation_session::run(const std::function<bool()> & client_alive, const s
             // stream (or a request that is not streamed) is noticed within client_check.
             if ((client_alive && !client_alive()) || !on_event(idle)) {
                 cancel_and_drain();
+                return false;
+            }
+            if (ctx_.ending->load()) {
+                cancel_and_drain();
+                session_event ended;
+                ended.kind = session_event::type::error;
+                ended.error = make_error(errc::unavailable, "the server is shutting down; send the request again");
+                on_event(ended);
                 return false;
             }
             next_check = now + client_check;

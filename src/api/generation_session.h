@@ -94,7 +94,9 @@ class generation_session {
     // Leases `model`, prepares and submits every choice. Throws api_error: 400 (bad token ids,
     // template or schema refused, wrong kind of model, context overflow), 503 (queue full, memory
     // budget busy), 500 (load failed).
-    static std::shared_ptr<generation_session> start(api_context & ctx, const models::model_entry & model, generation_input in);
+    // `client_gone` (may be empty) stops the chat template's render when the client leaves.
+    static std::shared_ptr<generation_session> start(api_context & ctx, const models::model_entry & model, generation_input in,
+                                                     std::function<bool()> client_gone = {});
     ~generation_session();
     generation_session(const generation_session &) = delete;
     generation_session & operator=(const generation_session &) = delete;
@@ -160,7 +162,15 @@ struct rendered_prompts {
     std::vector<std::vector<llama_token>> prompts;
     std::optional<engine::chat_prompt> chat;
 };
-rendered_prompts render_prompts(const llama::model & m, const generation_input & in);
+rendered_prompts render_prompts(const engine::engine & eng, const generation_input & in);
+
+// Prompt text longer than the model's context could hold (n_ctx tokens × the longest token's
+// bytes) is a 400 naming `field`, before it is tokenized: tokenizing 30 MB took minutes and
+// gigabytes, for a prompt that could never have been served.
+void check_prompt_text(const engine::engine & eng, size_t bytes, const std::string & field);
+// The text of chat messages (content, parts, reasoning, tool calls): what check_prompt_text bounds
+// before a template renders them.
+size_t chat_text_bytes(const std::vector<common_chat_msg> & messages);
 
 // The catalog entry for a name a client sent: 404 naming `field` when unknown, 400 for a malformed
 // name (bounded and printable in the message). The one catalog lookup of a request.

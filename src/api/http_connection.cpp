@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -198,5 +199,54 @@ const char * connection_stream::buffered_data(size_t & size) const {
 }
 
 void connection_stream::consume_buffered(size_t size) { off_ += std::min(size, buffered()); }
+
+bool has_close(const std::string & connection_header) {
+    std::string v;
+    for (char c : connection_header) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (size_t at = v.find("close"); at != std::string::npos; at = v.find("close", at + 1)) {
+        const bool starts = at == 0 || v[at - 1] == ',' || v[at - 1] == ' ';
+        const bool ends = at + 5 == v.size() || v[at + 5] == ',' || v[at + 5] == ' ';
+        if (starts && ends) return true;
+    }
+    return false;
+}
+
+void client_presence::begin_request(bool http11) {
+    std::lock_guard<std::mutex> lock(mu_);
+    http11_ = http11;
+    responding_ = false;
+    closing_ = false;
+}
+
+void client_presence::responding(bool close) {
+    std::lock_guard<std::mutex> lock(mu_);
+    responding_ = true;
+    closing_ = closing_ || close;
+}
+
+bool client_presence::closing() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closing_;
+}
+
+bool client_presence::gone() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (gone_) return true;
+    pollfd p{fd_, static_cast<short>(POLLIN | POLLRDHUP), 0};
+    if (::poll(&p, 1, 0) < 0) return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return gone_ = true;  // reset, or closed both ways
+    if (!(p.revents & POLLRDHUP)) return false;                          // still sending, or quiet
+    // The client has finished sending.
+    if (!http11_) return gone_ = true;
+    if (probed_ || responding_) return false;  // a write of the response will tell
+    probed_ = true;
+    static constexpr std::string_view interim = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (::send(fd_, interim.data(), interim.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return gone_ = true;
+    // A peer that closed the socket resets the connection: on loopback at once, elsewhere within a
+    // round trip (the next check sees it). Asking for no events, poll wakes for that error alone.
+    pollfd q{fd_, 0, 0};
+    if (::poll(&q, 1, 20) > 0 && (q.revents & (POLLERR | POLLHUP))) return gone_ = true;
+    return false;
+}
 
 }  // namespace rc::api::detail

@@ -8,6 +8,7 @@
 #include <cpp-httplib/httplib.h>
 
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,39 @@ class connection_stream final : public httplib::Stream {
     std::vector<char> buf_;
     size_t off_ = 0, end_ = 0;
     size_t scanned_ = 0;  // read_header: bytes after off_ already searched for the blank line
+};
+
+// Whether the client of a connection is still there, asked while a request is being handled (the
+// engine cancels the work of a client that left). A client that sent its request and then closed
+// its sending side (shutdown(SHUT_WR): some clients and proxies do) still wants the answer; one that
+// closed the socket does not, and both look the same to a reader: the end of the stream. So at the
+// end of the stream, before the response has started, an interim "HTTP/1.1 100 Continue" is sent
+// once (RFC 9110 §15.2: every HTTP/1.1 client reads past 1xx responses): a closed socket answers
+// it with a reset, seen at once on loopback and by the next check elsewhere; a half-closed client
+// takes it and gets its response. HTTP/1.0 clients get no interim response: for them the end of
+// the stream means gone. Thread-safe.
+// Whether a Connection header value holds the "close" token.
+bool has_close(const std::string & connection_header);
+
+class client_presence {
+  public:
+    explicit client_presence(int fd) : fd_(fd) {}
+    // A new request on the connection: `http11` whether it may be sent an interim response.
+    void begin_request(bool http11);
+    // The response (its head) is about to be written: no interim response may follow. `close`:
+    // it says "Connection: close", and the connection ends after it.
+    void responding(bool close);
+    bool closing();
+    bool gone();
+
+  private:
+    const int fd_;
+    std::mutex mu_;
+    bool http11_ = true;
+    bool responding_ = false;
+    bool closing_ = false;
+    bool probed_ = false;
+    bool gone_ = false;
 };
 
 }  // namespace rc::api::detail

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "api/connection_pool.h"
 #include "api/http_connection.h"
 
 namespace rc::api {
@@ -44,6 +45,10 @@ struct http_server::impl {
 
 namespace {
 
+// The connection this thread serves (a connection keeps its thread while it is open): requests
+// converted on it ask it whether their client is still there.
+thread_local std::shared_ptr<detail::client_presence> t_presence;
+
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
@@ -58,7 +63,8 @@ http_request convert(const httplib::Request & req, bool with_body = true) {
     for (const auto & [k, v] : req.path_params) r.path_params[k] = v;
     for (const auto & [k, v] : req.params) r.query.emplace(k, v);
     for (const auto & [k, v] : req.headers) r.headers[lower(k)] = v;
-    r.client_gone = req.is_connection_closed;
+    if (auto presence = t_presence) r.client_gone = [presence] { return presence->gone(); };
+    else r.client_gone = req.is_connection_closed;
     return r;
 }
 
@@ -92,6 +98,19 @@ class stream_completion {
 // Whether a body follows the header (so not answering it means closing the connection).
 bool has_request_body(const httplib::Request & req) {
     return req.get_header_value_u64("Content-Length") > 0 || req.has_header("Transfer-Encoding");
+}
+
+// RFC 9112 §6.3: Content-Length is 1*DIGIT (leading zeros included), one value, however many times
+// the field is repeated. Anything else ("+5", "5, 5", " 5x", 20 digits) is a framing error, never
+// guessed at.
+bool content_length_is_strict(const httplib::Request & req) {
+    auto [first, last] = req.headers.equal_range("Content-Length");
+    for (auto it = first; it != last; ++it) {
+        const std::string & v = it->second;
+        if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) return false;
+        if (it != first && std::stoull(v) != std::stoull(first->second)) return false;
+    }
+    return true;
 }
 
 void apply(const http_response & in, httplib::Response & out) {
@@ -143,6 +162,11 @@ bool guarded_server::process_and_close_socket(socket_t sock) {
     int remote_port = 0, local_port = 0;
     strm.get_remote_ip_and_port(remote_addr, remote_port);
     strm.get_local_ip_and_port(local_addr, local_port);
+    auto presence = std::make_shared<detail::client_presence>(sock);
+    t_presence = presence;
+    struct forget {
+        ~forget() { t_presence.reset(); }
+    } on_exit;
     bool ret = true;
     for (size_t left = keep_alive_max_count_; left > 0; --left) {
         if (!strm.wait_for_request(o_.keep_alive_idle, stopping)) break;
@@ -153,10 +177,18 @@ bool guarded_server::process_and_close_socket(socket_t sock) {
             return true;
         }
         bool connection_closed = false;
+        // httplib calls this only for a request whose line and headers parsed. One that did not got
+        // a 400, and the bytes after it cannot be trusted to start a request (behind a proxy that
+        // would be request smuggling): the connection closes.
+        bool framed = false;
+        const std::function<void(httplib::Request &)> on_framed = [&](httplib::Request & req) {
+            framed = true;
+            presence->begin_request(req.version == "HTTP/1.1");
+        };
         ret = serve_guarded([&] {
-            return process_request(strm, remote_addr, remote_port, local_addr, local_port, left == 1, connection_closed, nullptr);
+            return process_request(strm, remote_addr, remote_port, local_addr, local_port, left == 1, connection_closed, on_framed);
         });
-        if (!ret || connection_closed) break;
+        if (!ret || connection_closed || !framed || presence->closing()) break;
     }
     strm.close_gracefully();
     return ret;
@@ -199,9 +231,8 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
     auto & srv = impl_->server;
     auto * o = &impl_->opts;
     const size_t max_threads = static_cast<size_t>(std::max(1, o->max_connections) + k_refusal_threads);
-    // Each connection holds a thread; a base pool of 64 means a burst of new streams rarely waits
-    // for the pool to grow.
-    srv.new_task_queue = [max_threads] { return new httplib::ThreadPool(std::min<size_t>(64, max_threads), max_threads); };
+    // Each connection holds a thread, started the moment it is needed (connection_pool.h).
+    srv.new_task_queue = [max_threads] { return new detail::connection_pool(16, max_threads); };
     srv.set_socket_options(exclusive_socket_options);
     srv.set_keep_alive_max_count(1000);
 
@@ -209,13 +240,19 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
     // routes buffer up to max_body_bytes (413 beyond), upload routes stream without a limit.
     // httplib's own limit is therefore lifted, and bodies on other methods are refused early.
     srv.set_payload_max_length(std::numeric_limits<size_t>::max());
+    // Runs before any body byte is read: a framing the server will not read is refused here, and
+    // the connection closes with the body unread.
     srv.set_pre_routing_handler([o](const httplib::Request & req, httplib::Response & res) {
-        if (req.method == "POST" || req.method == "DELETE" || !req.has_header("Content-Length")) return httplib::Server::HandlerResponse::Unhandled;
-        if (req.get_header_value_u64("Content-Length") <= o->max_body_bytes) return httplib::Server::HandlerResponse::Unhandled;
-        res.status = 413;
-        if (o->on_status) apply(o->on_status(convert(req, false), 413), res);
-        res.set_header("Connection", "close");
-        return httplib::Server::HandlerResponse::Handled;
+        int status = 0;
+        if (!content_length_is_strict(req)) {
+            status = 400;
+        } else if (req.method != "POST" && req.method != "DELETE" && has_request_body(req)) {
+            status = req.get_header_value_u64("Content-Length") > o->max_body_bytes ? 413 : 400;  // no other route reads one
+        }
+        if (status == 0) return httplib::Server::HandlerResponse::Unhandled;
+        res.status = status;
+        if (o->on_status) apply(o->on_status(convert(req, false), status), res);
+        return httplib::Server::HandlerResponse::Handled;  // an error: the connection closes after it
     });
 
     for (auto & rt : routes) {
@@ -253,7 +290,7 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
             std::unique_ptr<http_response> early = o->before(r);
             if (!early) return false;
             apply(*early, res);
-            if (has_request_body(req)) res.set_header("Connection", "close");
+            if (has_request_body(req) && res.status < 400) res.set_header("Connection", "close");  // errors close anyway
             return true;
         };
         auto plain = [run, refused_early](const httplib::Request & req, httplib::Response & res) {
@@ -280,8 +317,7 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
             });
             if (too_large || !whole) {
                 res.status = too_large ? 413 : 400;
-                if (o->on_status) apply(o->on_status(convert(req, false), res.status), res);
-                res.set_header("Connection", "close");  // never read the rest of an oversized body
+                if (o->on_status) apply(o->on_status(convert(req, false), res.status), res);  // closes: the rest is never read
                 return;
             }
             run(req, res, std::move(body), nullptr);
@@ -304,6 +340,10 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
     // Runs for every response just before httplib writes it, whether a route ran or not (no route,
     // 413, malformed requests), with the final status: the one place that sees them all.
     srv.set_post_routing_handler([o, routes_of = &impl_->route_of_pattern](const httplib::Request & req, httplib::Response & res) {
+        // httplib marks every error response "Connection: close" (and any the client asked to
+        // close); the connection then really closes, so no unread body or bytes after a refusal
+        // are ever taken for the next request.
+        if (t_presence) t_presence->responding(detail::has_close(res.get_header_value("Connection")));
         if (!o->on_complete) return;
         if (res.is_chunked_content_provider_) return;  // a stream reports when it ends (stream_completion)
         http_request r = convert(req, false);

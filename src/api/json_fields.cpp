@@ -9,13 +9,19 @@ namespace rc::api {
 
 namespace {
 
-// Depth and value count of JSON text without building it: one pass that skips strings (escapes
-// included). Commas and openings count the values closely enough for a bound. Stops at the first
-// level past the limit, so a 100,000-deep body costs no more than its first 64 brackets.
-void check_shape(std::string_view text) {
+// Depth, value count and key cost of JSON text without building it: one pass that skips strings
+// (escapes included). Commas and openings count the values closely enough for a bound; a ':' at an
+// object's level is one of its keys, and the k-th key of an object costs k comparisons to insert
+// (nlohmann's ordered map finds a key by scanning), so the keys of all objects together may cost at
+// most max_json_key_comparisons. Stops at the first level past the limit, so a 100,000-deep body
+// costs no more than its first 64 brackets. `what` names the text in errors.
+void check_shape(std::string_view text, const std::string & what, const std::string & field) {
     int depth = 0;
     size_t values = 1;
     bool in_string = false;
+    bool is_object[max_json_depth + 1] = {false};
+    size_t keys[max_json_depth + 1] = {0};
+    size_t comparisons = 0;
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         if (in_string) {
@@ -28,24 +34,38 @@ void check_shape(std::string_view text) {
             case '{':
             case '[':
                 if (++depth > max_json_depth)
-                    bad_request("request body is nested deeper than " + std::to_string(max_json_depth) + " levels");
+                    bad_request(what + " is nested deeper than " + std::to_string(max_json_depth) + " levels", field);
+                is_object[depth] = c == '{';
+                keys[depth] = 0;
                 ++values;
                 break;
             case '}':
-            case ']': --depth; break;
+            case ']':
+                if (depth > 0) --depth;
+                break;
+            case ':':
+                if (depth > 0 && is_object[depth]) {
+                    comparisons += keys[depth]++;
+                    if (comparisons > max_json_key_comparisons)
+                        throw api_error(413, what + " has objects with too many keys (" + std::to_string(keys[depth]) +
+                                                 " in one; the keys of all objects together may cost at most " +
+                                                 std::to_string(max_json_key_comparisons) + " comparisons: one object of " +
+                                                 std::to_string(max_json_object_keys) + " keys)");
+                }
+                break;
             case ',': ++values; break;
             default: break;
         }
     }
     if (values > max_json_values)
-        throw api_error(413, "request body holds more than " + std::to_string(max_json_values) + " JSON values");
+        throw api_error(413, what + " holds more than " + std::to_string(max_json_values) + " JSON values");
 }
 
 }  // namespace
 
 std::optional<json> parse_json_bounded(const std::string & text) {
     try {
-        check_shape(text);
+        check_shape(text, "JSON text", {});
         json j = json::parse(text, nullptr, false);
         if (j.is_discarded()) return std::nullopt;
         return j;
@@ -56,7 +76,7 @@ std::optional<json> parse_json_bounded(const std::string & text) {
 
 json parse_body(const http_request & req) {
     if (req.body.empty()) bad_request("request body is empty; expected a JSON object");
-    check_shape(req.body);
+    check_shape(req.body, "request body", {});
     json j;
     try {
         j = json::parse(req.body);
@@ -66,6 +86,8 @@ json parse_body(const http_request & req) {
     if (!j.is_object()) bad_request("request body must be a JSON object");
     return j;
 }
+
+void check_json_text(const std::string & text, const std::string & field) { check_shape(text, "'" + field + "'", field); }
 
 namespace {
 const json * find(const json & j, const char * key) {

@@ -20,11 +20,22 @@ using json = nlohmann::ordered_json;
 // body may cost in memory once parsed (a value takes 16+ bytes as a DOM, two in the text).
 inline constexpr int max_json_depth = 64;
 inline constexpr size_t max_json_values = size_t{1} << 22;
+// Inserting the k-th key of an object scans the k-1 before it (nlohmann's ordered map keeps the
+// client's order, which tool schemas and templates need), so keys cost k²/2 comparisons per object:
+// 50,000 keys took 28 s. The keys of a body together may cost at most this many comparisons (about
+// 0.2 s): one object of max_json_object_keys keys, 64 of 512, any number of small ones.
+inline constexpr size_t max_json_object_keys = 4096;
+inline constexpr size_t max_json_key_comparisons = max_json_object_keys * (max_json_object_keys - 1) / 2;
 
 // The body as a JSON object; 400 when it is not valid JSON (incl. invalid UTF-8), not an object, or
-// nested deeper than max_json_depth; 413 beyond max_json_values. The limits are checked by a scan of
+// nested deeper than max_json_depth; 413 beyond max_json_values or the key bound. The limits are checked by a scan of
 // the text before anything is built.
 json parse_body(const http_request & req);
+
+// JSON text inside a string that llama.cpp parses again (a tool call's `arguments`, which chat
+// templates read as an object) under the same bounds as a body: 400 naming `field` when nested
+// deeper than max_json_depth, 413 beyond the value or key bounds. Text that is not JSON passes.
+void check_json_text(const std::string & text, const std::string & field);
 
 // JSON text from elsewhere (a model's tool-call arguments) under the same bounds; nullopt when it is
 // not JSON or nested too deep. Never throws.

@@ -79,7 +79,7 @@ http_response lookup(api_context & ctx, const http_request & req) {
     if (eng.is_embedding()) bad_request("'" + entry.name + "' is an embedding model: it caches no prompt", "model");
 
     generation_input in = read_input(ctx, entry, api, body);
-    auto prompts = render_prompts(eng.model(), in);
+    auto prompts = render_prompts(eng, in);
     auto found = eng.lookup(std::move(prompts.prompts.front()), in.params.cache_salt, timeout);
     if (!found) throw api_error(503, "the engine of '" + entry.name + "' did not answer the lookup within " + std::to_string(timeout.count()) + " ms");
     out["loaded"] = true;

@@ -63,6 +63,7 @@ http_response tokenize(api_context & ctx, const http_request & req) {
     bool with_pieces = opt_bool(body, "with_pieces").value_or(false);
     auto m = resolve_model(ctx, opt_string(body, "model"));
     const auto & model = m.lease.engine().model();
+    check_prompt_text(m.lease.engine(), content->size(), "content");
     body = json();  // the parsed content is no longer needed
     // Like llama-server: special-token text ("<|im_start|>") becomes the special token.
     auto tokens = model.tokenize(*content, add_special, true);
@@ -99,14 +100,16 @@ http_response detokenize(api_context & ctx, const http_request & req) {
 }
 
 // body.messages (+ tools, add_generation_prompt) as the model's chat template renders them.
-std::string render_messages(const json & body, const llama::model & model, bool generation_prompt_default) {
+std::string render_messages(const json & body, const engine::engine & eng, bool generation_prompt_default, std::function<bool()> client_gone) {
     auto messages = body.find("messages");
     if (messages == body.end() || messages->is_null()) bad_request("'messages' is required", "messages");
     engine::chat_input in;
     in.messages = read_chat_messages(*messages);
+    check_prompt_text(eng, chat_text_bytes(in.messages), "messages");
     if (auto tools = body.find("tools"); tools != body.end()) in.tools = read_chat_tools(*tools);
     in.add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(generation_prompt_default);
-    auto rendered = engine::render_chat(model, in);
+    in.cancelled = std::move(client_gone);
+    auto rendered = engine::render_chat(eng.model(), in);
     if (!rendered) raise(rendered.err(), "messages");
     return rendered->text;
 }
@@ -115,7 +118,7 @@ http_response apply_template(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     if (!body.contains("messages") || body["messages"].is_null()) bad_request("'messages' is required", "messages");
     auto m = resolve_model(ctx, opt_string(body, "model"));
-    return json_ok({{"prompt", render_messages(body, m.lease.engine().model(), true)}});
+    return json_ok({{"prompt", render_messages(body, m.lease.engine(), true, req.client_gone)}});
 }
 
 // A hint that a conversation resumes soon: its KV blocks on disk are read into host RAM now, so
@@ -129,8 +132,11 @@ http_response prefetch(api_context & ctx, const http_request & req) {
     const auto & model = eng.model();
     std::vector<llama_token> tokens;
     if (body.contains("messages") && !body["messages"].is_null()) {
-        tokens = model.tokenize(render_messages(body, model, false), true, true);
+        std::string text = render_messages(body, eng, false, req.client_gone);
+        check_prompt_text(eng, text.size(), "messages");
+        tokens = model.tokenize(text, true, true);
     } else if (auto it = body.find("prompt"); it != body.end() && it->is_string()) {
+        check_prompt_text(eng, it->get_ref<const std::string &>().size(), "prompt");
         tokens = model.tokenize(it->get<std::string>(), true, false);
     } else if (it != body.end() && it->is_array()) {
         for (int32_t t : read_token_ids(*it, "prompt")) {

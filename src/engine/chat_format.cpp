@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "engine/schema_support.h"
+#include "llama/template_budget.h"
 
 namespace rc::engine {
 
@@ -57,11 +58,8 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
 
     chat_prompt out;
     common_chat_params params;
-    try {
-        params = common_chat_templates_apply(m.templates(), inputs);
-    } catch (const std::exception & e) {
-        return make_error(errc::invalid_argument, std::string("chat template: ") + e.what());
-    }
+    auto rendered = llama::run_template("chat template", [&] { params = common_chat_templates_apply(m.templates(), inputs); }, in.cancelled);
+    if (!rendered) return rendered.err();
     out.text = std::move(params.prompt);
     out.additional_stops = params.additional_stops;
 

@@ -5,6 +5,7 @@
 // Thread-safe (the model's templates are immutable); called on HTTP threads.
 #include <chat.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct chat_input {
     std::string grammar;            // user GBNF; empty: none (exclusive with tools and json_schema)
     bool enable_thinking = true;
     bool add_generation_prompt = true;
+    std::function<bool()> cancelled;  // true once the client left: the render stops (may be empty)
 };
 
 struct chat_prompt {
@@ -32,7 +34,8 @@ struct chat_prompt {
     common_chat_parser_params parser;           // for parse_chat_output
 };
 
-// Errors: invalid_argument when the template rejects the messages/tools or the schema is invalid.
+// Errors: invalid_argument when the template rejects the messages/tools, exceeds its budget
+// (llama/template_budget.h) or the schema is invalid.
 result<chat_prompt> render_chat(const llama::model & m, const chat_input & in);
 
 // Parses generated text (partial while streaming) into content / reasoning / tool calls.

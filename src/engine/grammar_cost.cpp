@@ -75,4 +75,24 @@ result<grammar_cost> measure_grammar(const std::string & gbnf) {
     return out;
 }
 
+size_t gbnf_nesting(const std::string & gbnf) {
+    size_t depth = 0, deepest = 0;
+    for (size_t i = 0; i < gbnf.size(); ++i) {
+        const char c = gbnf[i];
+        if (c == '"' || c == '[') {  // a string or a character class: up to its unescaped end
+            const char close = c == '"' ? '"' : ']';
+            for (++i; i < gbnf.size() && gbnf[i] != close; ++i) {
+                if (gbnf[i] == '\\') ++i;
+            }
+        } else if (c == '#') {
+            while (i < gbnf.size() && gbnf[i] != '\n') ++i;
+        } else if (c == '(') {
+            deepest = std::max(deepest, ++depth);
+        } else if (c == ')' && depth > 0) {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
 }  // namespace rc::engine

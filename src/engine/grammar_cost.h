@@ -21,4 +21,9 @@ struct grammar_cost {
 // Errors: invalid_argument when llama.cpp's parser refuses the grammar.
 result<grammar_cost> measure_grammar(const std::string & gbnf);
 
+// The deepest nesting of groups "( … )" in GBNF text (strings, character classes and comments
+// skipped), without parsing it: llama.cpp's parser recurses once per level, so this is checked
+// before it runs (60,000 levels in a 120 KB grammar overflowed its stack).
+size_t gbnf_nesting(const std::string & gbnf);
+
 }  // namespace rc::engine

@@ -35,6 +35,8 @@ status check_grammar_cost(const llama::model & m, const std::string & gbnf) {
     if (gbnf.size() > L::max_grammar_bytes)
         return make_error(errc::invalid_argument, "the grammar is " + std::to_string(gbnf.size()) + " bytes (at most " + std::to_string(L::max_grammar_bytes) +
                                                       "); simplify the schema or tools");
+    if (const size_t nesting = gbnf_nesting(gbnf); nesting > L::max_grammar_nesting)
+        return make_error(errc::invalid_argument, "the grammar nests groups " + std::to_string(nesting) + " deep (at most " + std::to_string(L::max_grammar_nesting) + ")");
     auto cost = measure_grammar(gbnf);
     if (!cost) return make_error(errc::invalid_argument, "grammar does not parse");
     const uint64_t vocab = static_cast<uint64_t>(std::max(1, m.info().n_vocab));

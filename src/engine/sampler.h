@@ -28,6 +28,7 @@ struct prepared_sampler {
 // of it runs on the engine thread between two decode steps of every sequence.
 struct grammar_limits {
     static constexpr size_t max_grammar_bytes = 256u << 10;  // GBNF text (from a schema, tools or a user)
+    static constexpr size_t max_grammar_nesting = 256;       // groups "( … )" inside each other (gbnf_nesting)
     // Parse positions × vocabulary entries a grammar may make one token check at its widest point
     // (engine/grammar_cost.h): 16 Mi allows ~110 alternatives with a 152k vocabulary (Qwen2), ~130
     // with Llama 3's 128k. Measured on tiny-chat (152k vocabulary) on a loaded 2-core machine, an

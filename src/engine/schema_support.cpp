@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace rc::engine {
@@ -14,6 +16,65 @@ error unsupported(const std::string & pattern, const std::string & what) {
     std::string shown = pattern.size() > max_quote ? pattern.substr(0, max_quote) + "…" : pattern;
     return make_error(errc::invalid_argument, "the schema's pattern " + nlohmann::json(shown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
                                                   " uses " + what + ", which constrained decoding cannot express; rewrite the pattern without it");
+}
+
+error invalid(const std::string & what) { return make_error(errc::invalid_argument, "invalid JSON schema: " + what); }
+
+std::string quoted(const std::string & text) {
+    constexpr size_t max_quote = 60;
+    std::string shown = text.size() > max_quote ? text.substr(0, max_quote) + "…" : text;
+    return nlohmann::json(shown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A repetition "{m}", "{m,}" or "{m,n}" opening at p[at]: m ≤ n, and neither past what a grammar
+// expands. (llama.cpp's converter turned "{5,2}" into a grammar whose parse never ended.)
+status check_repetition(const std::string & p, size_t at) {
+    size_t close = p.find('}', at);
+    if (close == std::string::npos) return {};  // the converter reports it
+    const std::string inner = p.substr(at + 1, close - at - 1);
+    const size_t comma = inner.find(',');
+    auto number = [](const std::string & digits, uint64_t & out) {
+        if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+        out = std::stoull(digits);
+        return true;
+    };
+    uint64_t lo = 0, hi = 0;
+    const std::string first = inner.substr(0, comma);
+    const std::string second = comma == std::string::npos ? first : inner.substr(comma + 1);
+    if (!first.empty() && !number(first, lo)) return invalid("the pattern " + quoted(p) + " has a repetition {" + inner + "} that is not {m}, {m,} or {m,n}");
+    if (!second.empty() && !number(second, hi)) return invalid("the pattern " + quoted(p) + " has a repetition {" + inner + "} that is not {m}, {m,} or {m,n}");
+    if (!second.empty() && lo > hi) return invalid("the pattern " + quoted(p) + " repeats {" + inner + "}: at least " + std::to_string(lo) + " but at most " + std::to_string(hi));
+    if (lo > max_schema_repetition || (!second.empty() && hi > max_schema_repetition))
+        return invalid("the pattern " + quoted(p) + " repeats {" + inner + "}: more than " + std::to_string(max_schema_repetition) + " times");
+    return {};
+}
+
+// minX ≤ maxX for one pair of size keywords, each an integer in [0, 2^31), and the minimum not past
+// what a grammar expands (the converter writes "{min,max}" for them).
+status check_size_pair(const nlohmann::json & schema, const char * min_key, const char * max_key) {
+    int64_t lo = 0, hi = INT32_MAX;
+    for (const char * key : {min_key, max_key}) {
+        auto it = schema.find(key);
+        if (it == schema.end()) continue;
+        if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
+            return invalid(std::string("'") + key + "' must be an integer from 0 to " + std::to_string(INT32_MAX));
+        (key == min_key ? lo : hi) = it->get<int64_t>();
+    }
+    if (lo > hi) return invalid(std::string("'") + min_key + "' is " + std::to_string(lo) + ", more than '" + max_key + "' " + std::to_string(hi));
+    if (lo > static_cast<int64_t>(max_schema_repetition))
+        return invalid(std::string("'") + min_key + "' is " + std::to_string(lo) + "; constrained decoding repeats at most " + std::to_string(max_schema_repetition) + " times");
+    return {};
+}
+
+// minimum ≤ maximum for integers (the converter builds digit ranges from them).
+status check_bounds(const nlohmann::json & schema) {
+    auto lo = schema.find("minimum"), hi = schema.find("maximum");
+    for (auto it : {lo, hi}) {
+        if (it != schema.end() && !it->is_number()) return invalid("'minimum' and 'maximum' must be numbers");
+    }
+    if (lo != schema.end() && hi != schema.end() && lo->get<double>() > hi->get<double>())
+        return invalid("'minimum' " + lo->dump() + " is more than 'maximum' " + hi->dump());
+    return {};
 }
 
 }  // namespace
@@ -38,6 +99,10 @@ status check_pattern_support(const std::string & p) {
             if (i + 1 < p.size() && p[i + 1] == ']') ++i;  // "[]…]": a leading ] is literal
             continue;
         }
+        if (c == '{') {
+            if (auto st = check_repetition(p, i); !st) return st;
+            continue;
+        }
         if (c == '(' && i + 2 < p.size() && p[i + 1] == '?') {
             const char k = p[i + 2];
             if (k == '=' || k == '!') return unsupported(p, "a lookahead ((?=…) or (?!…))");
@@ -60,6 +125,10 @@ status check_schema_support(const std::string & json_schema) {
             if (auto it = v->find("pattern"); it != v->end() && it->is_string()) {
                 if (auto st = check_pattern_support(it->get<std::string>()); !st) return st;
             }
+            for (auto [lo, hi] : {std::pair{"minLength", "maxLength"}, std::pair{"minItems", "maxItems"}, std::pair{"minProperties", "maxProperties"}}) {
+                if (auto st = check_size_pair(*v, lo, hi); !st) return st;
+            }
+            if (auto st = check_bounds(*v); !st) return st;
         }
         if (v->is_structured()) {
             for (const auto & child : *v) todo.push_back(&child);

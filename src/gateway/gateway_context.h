@@ -29,7 +29,6 @@ struct gateway_options {
     std::string host_api_key;           // sent to hosts as a bearer key; empty: the client's Authorization is passed on
     std::string version = "0.1.0";
     std::string llama_commit;
-    size_t max_body_bytes = 32u << 20;
 };
 
 struct gateway_context {

@@ -4,8 +4,9 @@
 // etcd records (host_table.h), and forwards each request to the best up host for it
 // (proxy_routes.h); listings are the union over the fleet (fleet_routes.h).
 //
-// Cross-cutting, as on a host: API keys (--api-key; health and metrics stay public), CORS incl. the
-// official clients' x-stainless-* headers, errors in each API's shape, the request metrics.
+// Cross-cutting, exactly as on a host (the shared shell, api/server_shell.h): API keys (--api-key;
+// health and metrics stay public), CORS incl. the official clients' x-stainless-* headers, errors in
+// each API's shape, body, connection and header limits, the request metrics.
 // Contract: start() binds both ports (errors: io) and starts the fleet watch; stop() (also the
 // destructor) ends both. Any thread may call stop().
 #include <atomic>
@@ -15,13 +16,15 @@
 #include <vector>
 
 #include "api/http_server.h"
+#include "api/server_shell.h"
 #include "fleet/etcd_client.h"
 #include "fleet/fleet_keys.h"
 #include "gateway/gateway_context.h"
 
 namespace rc::gateway {
 
-struct gateway_listen {
+// Where to listen, and the limits of every listener: the same shell as a host's (api/server_shell.h).
+struct gateway_listen : api::shell_limits {
     std::string host = "127.0.0.1";
     int openai_port = 8080;   // 0: any free port
     int ollama_port = 11434;  // 0: any free port; -1: no second listener
@@ -42,8 +45,7 @@ class gateway_server {
     host_table hosts_;
     gateway_metrics metrics_;
     std::unique_ptr<gateway_context> ctx_;
-    std::vector<std::unique_ptr<api::http_server>> servers_;
-    std::vector<std::thread> threads_;
+    api::listeners listeners_;
     std::thread watch_;
     std::atomic<bool> stopping_{false};
     int openai_port_ = -1, ollama_port_ = -1;

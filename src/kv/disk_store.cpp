@@ -43,6 +43,22 @@ uint64_t checksum(const header_fields & h, const uint8_t * payload, size_t n) {
     return XXH3_64bits_digest(state.get());
 }
 
+// Opens a file of the tier, which must be a regular file: a symlink is not followed (O_NOFOLLOW)
+// and a FIFO or device is not waited on (O_NONBLOCK: open() of a FIFO blocked the I/O thread for
+// ever, and every user of the model with it). -1 with errno ENOTSUP for anything not regular.
+int open_regular(const fs::path & p, int flags) {
+    int fd = ::open(p.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        errno = ENOTSUP;
+        return -1;
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 bool write_all(int fd, const void * data, size_t n) {
     auto * p = static_cast<const uint8_t *>(data);
     while (n > 0) {
@@ -139,7 +155,7 @@ result<std::unique_ptr<disk_store>> disk_store::open(const fs::path & dir, size_
         block_key key;
         header_fields h{};
         bool ok = parse_hex_key(p.stem().string(), key);
-        int fd = ok ? ::open(p.c_str(), O_RDONLY) : -1;
+        int fd = ok ? open_regular(p, O_RDONLY) : -1;
         ok = fd >= 0 && read_all(fd, &h, sizeof h);
         if (fd >= 0) ::close(fd);
         if (ok && std::memcmp(h.magic, k_magic, sizeof k_magic) == 0 && h.version != k_version) {
@@ -260,7 +276,7 @@ status disk_store::write(const block_key & key, const block_blob & blob) {
 
     const fs::path final_path = path_of(key);
     const fs::path tmp_path = dir_ / (key.hex() + "." + std::to_string(::getpid()) + ".tmp");
-    int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open_regular(tmp_path, O_WRONLY | O_CREAT | O_TRUNC);
     if (fd < 0) return abandon(make_error(errc::io, "cannot create " + tmp_path.string() + ": " + std::strerror(errno)));
     bool ok = write_all(fd, header, sizeof header) && write_all(fd, blob.bytes.data(), blob.bytes.size()) && ::fsync(fd) == 0;
     const int write_errno = errno;
@@ -311,8 +327,13 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key, blob
         if (it == index_.end()) return make_error(errc::not_found, "block not on disk");
         lru_.splice(lru_.begin(), lru_, it->second);
     }
-    int fd = ::open(path_of(key).c_str(), O_RDONLY);
+    int fd = open_regular(path_of(key), O_RDONLY);
     if (fd < 0) {
+        if (errno == ENOTSUP || errno == ELOOP) {  // not a regular file (a FIFO, a device, a symlink)
+            drop(key, corrupt_);
+            rc::log::warn("kv", "disk_block_not_a_file", {{"key", key.hex().substr(0, 16)}, {"dir", dir_.string()}});
+            return make_error(errc::data_loss, "a KV block on disk is not a regular file");
+        }
         if (errno != ENOENT) return make_error(errc::io, "cannot open a KV block: " + std::string(std::strerror(errno)));
         drop(key, missing_);  // removed behind our back: forget it, it is not corruption
         rc::log::warn("kv", "disk_block_missing", {{"key", key.hex().substr(0, 16)}, {"dir", dir_.string()}});
@@ -355,7 +376,7 @@ result<std::shared_ptr<block_blob>> disk_store::read(const block_key & key, blob
 
 void disk_store::will_read(const std::vector<block_key> & keys) const {
     for (const auto & k : keys) {
-        int fd = ::open(path_of(k).c_str(), O_RDONLY);
+        int fd = open_regular(path_of(k), O_RDONLY);
         if (fd < 0) continue;
         ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
         ::close(fd);
@@ -399,7 +420,7 @@ std::vector<uint8_t> frame(const std::vector<uint8_t> & record) {
 status disk_store::append_record(const std::vector<uint8_t> & record) {
     std::lock_guard lock(records_mutex_);
     const fs::path p = dir_ / "records.log";
-    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int fd = open_regular(p, O_WRONLY | O_CREAT | O_APPEND);
     if (fd < 0) return make_error(errc::io, "cannot open " + p.string() + ": " + std::strerror(errno));
     auto bytes = frame(record);
     bool ok = write_all(fd, bytes.data(), bytes.size());
@@ -411,7 +432,7 @@ status disk_store::append_record(const std::vector<uint8_t> & record) {
 std::vector<std::vector<uint8_t>> disk_store::read_records() const {
     std::vector<std::vector<uint8_t>> out;
     const fs::path p = dir_ / "records.log";
-    int fd = ::open(p.c_str(), O_RDONLY);
+    int fd = open_regular(p, O_RDONLY);
     if (fd < 0) return out;
     for (;;) {
         uint8_t head[12];
@@ -433,7 +454,7 @@ status disk_store::rewrite_records(const std::vector<std::vector<uint8_t>> & rec
     std::lock_guard lock(records_mutex_);
     const fs::path p = dir_ / "records.log";
     const fs::path tmp = dir_ / ("records." + std::to_string(::getpid()) + ".tmp");
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open_regular(tmp, O_WRONLY | O_CREAT | O_TRUNC);
     if (fd < 0) return make_error(errc::io, "cannot create " + tmp.string());
     bool ok = true;
     for (const auto & r : records) {

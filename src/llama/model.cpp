@@ -1,7 +1,9 @@
 #include "llama/model.h"
 
+#include "llama/template_budget.h"
 #include <common.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "llama/backend.h"
@@ -61,14 +63,21 @@ result<std::shared_ptr<model>> model::load(const std::vector<std::string> & path
     std::string pooling = m->meta(i.architecture + ".pooling_type");
     i.is_embedding = (!pooling.empty() && pooling != "0") || !llama_model_has_decoder(m->model_);
     i.has_chat_template = llama_model_chat_template(m->model_, nullptr) != nullptr;
+    for (llama_token t = 0; t < i.n_vocab; ++t) m->longest_token_bytes_ = std::max(m->longest_token_bytes_, m->token_to_piece(t, true).size());
 
     if (!i.is_embedding) {
-        try {
-            m->templates_ = common_chat_templates_init(m->model_, opts.chat_template);
-            i.has_chat_template = i.has_chat_template || !opts.chat_template.empty();
-        } catch (const std::exception & e) {
-            return make_error(errc::invalid_argument, "chat template of " + path + " does not parse: " + e.what());
+        // The templates are parsed and trial-rendered here (llama.cpp detects what each can do), so
+        // a hostile one fails its budget at load: the model does not load, and the quarantine says why.
+        for (const char * name : {static_cast<const char *>(nullptr), "tool_use"}) {
+            const char * own = llama_model_chat_template(m->model_, name);
+            if (auto st = check_template_size(own ? own : ""); !st) return make_error(errc::invalid_argument, "chat template of " + path + " " + st.err().message);
         }
+        if (auto st = check_template_size(opts.chat_template); !st) return make_error(errc::invalid_argument, "chat template of " + path + " " + st.err().message);
+        auto st = run_template("chat template of " + path, [&] {
+            m->templates_ = common_chat_templates_init(m->model_, opts.chat_template);
+        });
+        if (!st) return st.err();
+        i.has_chat_template = i.has_chat_template || !opts.chat_template.empty();
     }
     rc::log::info("llama", "model_loaded", {{"path", path}, {"arch", i.architecture}, {"desc", i.description},
                                             {"n_ctx_train", i.n_ctx_train}, {"n_vocab", i.n_vocab}});

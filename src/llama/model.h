@@ -67,6 +67,9 @@ class model {
     std::string detokenize(const std::vector<llama_token> & tokens, bool special = false) const;
     bool is_eog(llama_token token) const { return llama_vocab_is_eog(vocab_, token); }
     bool valid_token(llama_token token) const { return token >= 0 && token < info_.n_vocab; }
+    // Bytes of the vocabulary's longest token text (special tokens included): no token covers more
+    // of a prompt, so text longer than n_ctx × this cannot fit n_ctx tokens.
+    size_t longest_token_bytes() const { return longest_token_bytes_; }
 
   private:
     model() = default;
@@ -75,6 +78,7 @@ class model {
     const llama_vocab * vocab_ = nullptr;
     common_chat_templates_ptr templates_;
     model_info info_;
+    size_t longest_token_bytes_ = 1;
 };
 
 }  // namespace rc::llama

@@ -78,6 +78,38 @@ TEST(grammar_limits, unsupported_patterns_are_named) {
     EXPECT_EQ(c.err().code, errc::invalid_argument);
 }
 
+// Issue 26 item 4: {5,2} in a pattern made llama.cpp's converter build a grammar whose parse never
+// ended; contradicting or oversized size keywords did the same through build_repetition.
+TEST(grammar_limits, contradicting_or_oversized_repetitions_are_refused_before_conversion) {
+    for (const char * pattern : {"^a{5,2}$", "^(ab){10,3}c$", "^a{3000}$", "^x{1,99999}$", "^a{b}$"}) {
+        auto st = engine::check_pattern_support(pattern);
+        EXPECT_FALSE(st.ok()) << pattern;
+        if (!st.ok()) EXPECT_NE(st.err().message.find("invalid JSON schema"), std::string::npos) << st.err().message;
+    }
+    for (const char * pattern : {"^a{2,5}$", "^a{3}$", "^a{2,}$", "^[{}]{1,2}$", "^\\{a\\}$", "^a{0,2000}$"})
+        EXPECT_TRUE(engine::check_pattern_support(pattern).ok()) << pattern;
+    for (const char * schema : {R"({"type":"string","minLength":5,"maxLength":2})", R"({"type":"array","minItems":4,"maxItems":1})",
+                                R"({"type":"object","minProperties":3,"maxProperties":2})", R"({"type":"integer","minimum":10,"maximum":2})",
+                                R"({"type":"string","minLength":-1})", R"({"type":"string","minLength":1e30})", R"({"type":"array","minItems":5000})",
+                                R"({"type":"object","properties":{"a":{"type":"string","pattern":"^a{5,2}$"}}})"}) {
+        auto st = engine::check_schema_support(schema);
+        EXPECT_FALSE(st.ok()) << schema;
+        auto c = engine::schema_constraint(schema);
+        EXPECT_FALSE(c.ok()) << schema;
+    }
+    EXPECT_TRUE(engine::schema_constraint(R"({"type":"string","minLength":2,"maxLength":5,"pattern":"^[a-z]{2,5}$"})").ok());
+}
+
+// A GBNF grammar with {m,n}, m > n, looped for ever in llama.cpp's parser (patched: a parse error),
+// and one nested 20,000 groups deep overflowed its recursion (refused before it parses).
+TEST(grammar_limits, contradicting_and_deeply_nested_grammars_do_not_parse) {
+    EXPECT_FALSE(engine::measure_grammar("root ::= \"a\"{5,2}").ok());
+    EXPECT_TRUE(engine::measure_grammar("root ::= \"a\"{2,5}").ok());
+    const std::string deep = "root ::= " + std::string(20000, '(') + "\"a\"" + std::string(20000, ')');
+    EXPECT_EQ(engine::gbnf_nesting(deep), 20000u);
+    EXPECT_EQ(engine::gbnf_nesting("root ::= \"((((\" [(] # ((((\n x ::= (a (b))"), 2u) << "strings, classes and comments do not count";
+}
+
 TEST(grammar_limits, a_too_wide_enum_is_refused_at_submit_and_the_engine_keeps_serving) {
     auto e = test::start_engine("tiny-chat");
     ASSERT_TRUE(e);

@@ -47,7 +47,10 @@ class gateway_fleet : public fleet_fixture {
         o.lookup_timeout = 500ms;
         o.lookup_grace = 500ms;
         gw = std::make_unique<gateway::gateway_server>(*etcd, keys, o, 30s);
-        ASSERT_TRUE(gw->start({"127.0.0.1", 0, 0}).ok());
+        rc::gateway::gateway_listen listen;
+        listen.openai_port = 0;
+        listen.ollama_port = 0;
+        ASSERT_TRUE(gw->start(listen).ok());
         base = "http://127.0.0.1:" + std::to_string(gw->openai_port());
         ASSERT_TRUE(eventually([&] { return up_hosts() == 3; }, 30s)) << gw->context().hosts.to_json().dump();
     }

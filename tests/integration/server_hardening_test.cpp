@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
+#include "support/raw_conn.h"
 #include "support/server_process.h"
 #include "test_models.h"
 
@@ -31,54 +32,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-// A plain TCP connection to 127.0.0.1:port.
-class raw_conn {
-  public:
-    explicit raw_conn(int port) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<uint16_t>(port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-    }
-    ~raw_conn() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    raw_conn(const raw_conn &) = delete;
-    raw_conn & operator=(const raw_conn &) = delete;
-
-    bool ok() const { return fd_ >= 0; }
-    bool send(const std::string & s) { return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == ssize_t(s.size()); }
-    // Reads until `done(received)` holds, the peer closes, or `limit` passes; returns what came.
-    std::string read_until(const std::function<bool(const std::string &)> & done, std::chrono::milliseconds limit) {
-        const auto deadline = clock_type::now() + limit;
-        while (!done(in_)) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
-            if (left <= 0) break;
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, int(left)) <= 0) continue;
-            char buf[8192];
-            ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-            if (n <= 0) {
-                closed_ = true;
-                break;
-            }
-            in_.append(buf, size_t(n));
-        }
-        return in_;
-    }
-    bool closed() const { return closed_; }
-
-  private:
-    int fd_ = -1;
-    std::string in_;
-    bool closed_ = false;
-};
+using rc::test::raw_conn;
 
 size_t count_of(const std::string & hay, const std::string & needle) {
     size_t n = 0;

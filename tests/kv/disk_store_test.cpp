@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 
 #include "test_keys.h"
@@ -243,4 +245,43 @@ TEST_F(disk_store_test, records_round_trip_and_a_torn_tail_is_ignored) {
     EXPECT_EQ(r[1], (std::vector<uint8_t>{4, 5}));
     ASSERT_TRUE(s->rewrite_records({{7}}).ok());
     EXPECT_EQ(s->read_records(), (std::vector<std::vector<uint8_t>>{{7}}));
+}
+
+// Issue 26 item 8: a FIFO where a block file should be blocked the I/O thread in open() for ever
+// (and every user of the model with it). Anything but a regular file is a corrupt block: counted,
+// dropped, never waited on; at open() and at read() alike, and so is a symlink.
+TEST_F(disk_store_test, a_fifo_or_symlink_in_place_of_a_block_is_corrupt_and_never_waited_on) {
+    auto s = disk_store::open(dir, 1 << 20, identity());
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.value()->write(key(1), blob(1000, 3)).ok());
+    ASSERT_TRUE(s.value()->write(key(2), blob(1000, 4)).ok());
+    fs::path one, two;
+    for (const auto & e : fs::directory_iterator(dir)) {
+        if (e.path().extension() != ".kvb") continue;
+        (one.empty() ? one : two) = e.path();
+    }
+    ASSERT_FALSE(two.empty());
+    // Swapped behind the store's back after it indexed them.
+    fs::remove(one);
+    ASSERT_EQ(::mkfifo(one.c_str(), 0644), 0);
+    fs::path target = dir / "elsewhere.bin";
+    fs::rename(two, target);
+    fs::create_symlink(target, two);
+
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k : {1, 2}) {
+        auto b = s.value()->read(key(k));
+        ASSERT_FALSE(b.ok()) << "block " << k;
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    EXPECT_EQ(s.value()->corrupt_dropped(), 2u);
+    EXPECT_EQ(s.value()->count(), 0u);
+
+    // Planted before a start: dropped when the store opens, without waiting either.
+    fs::path planted = one.parent_path() / (one.stem().string() + ".kvb");
+    if (!fs::exists(planted)) ASSERT_EQ(::mkfifo(planted.c_str(), 0644), 0);
+    auto again = disk_store::open(dir, 1 << 20, identity());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again.value()->count(), 0u);
+    EXPECT_GE(again.value()->corrupt_dropped(), 1u);
 }

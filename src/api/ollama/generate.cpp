@@ -93,7 +93,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     if (!has_prompt) return load_or_unload(ctx, entry, in.model, keep_alive, json{{"response", ""}});
     in.keep_alive = keep_alive_or_default(ctx, keep_alive);
     reply_options o{reply_shape::generate, in.model, started, in.params.logprobs_top >= 0};
-    return respond(generation_session::start(ctx, entry, std::move(in)), std::move(o), req);
+    return respond(generation_session::start(ctx, entry, std::move(in), req.client_gone), std::move(o), req);
 }
 
 }  // namespace

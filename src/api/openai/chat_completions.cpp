@@ -187,7 +187,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     in.stream = opt_bool(body, "stream").value_or(false);
 
     const auto entry = find_model_entry(ctx, in.model);  // before `in` moves into the session
-    auto session = generation_session::start(ctx, entry, std::move(in));
+    auto session = generation_session::start(ctx, entry, std::move(in), req.client_gone);
     return session->streaming() ? respond_stream(std::move(session), std::move(reply)) : respond_whole(*session, reply, req);
 }
 

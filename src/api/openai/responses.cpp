@@ -81,6 +81,7 @@ std::vector<common_chat_msg> read_messages(const json & body) {
             call.name = string_field(item, "name", where);
             if (call.name.empty()) bad_request(where + ".name is required", "input");
             call.arguments = string_field(item, "arguments", where, "{}");
+            check_json_text(call.arguments, where + ".arguments");
             common_chat_msg m = message("assistant", "");
             m.tool_calls.push_back(std::move(call));
             out.push_back(std::move(m));
@@ -104,6 +105,8 @@ std::vector<common_chat_tool> read_tools(const json & body) {
     auto it = body.find("tools");
     if (it == body.end() || it->is_null()) return out;
     if (!it->is_array()) bad_request("'tools' must be an array", "tools");
+    if (it->size() > max_chat_tools)
+        bad_request("'tools' has " + std::to_string(it->size()) + " tools; at most " + std::to_string(max_chat_tools) + " are accepted", "tools");
     for (size_t i = 0; i < it->size(); ++i) {
         const json & t = (*it)[i];
         const std::string where = at("tools", i);
@@ -217,7 +220,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     echo.parallel_tool_calls = in.chat->parallel_tool_calls;
 
     const auto entry = find_model_entry(ctx, in.model);  // before `in` moves into the session
-    auto session = generation_session::start(ctx, entry, std::move(in));
+    auto session = generation_session::start(ctx, entry, std::move(in), req.client_gone);
     return session->streaming() ? respond_stream(std::move(session), std::move(echo)) : respond_whole(*session, echo, req);
 }
 

@@ -1,0 +1,113 @@
+#include "llama/template_budget.h"
+
+#include <jinja/budget.h>
+#include <malloc.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+
+namespace rc::llama {
+
+namespace {
+
+constexpr size_t k_render_stack_bytes = size_t{256} << 20;
+
+std::mutex g_limits_mu;
+template_limits g_limits;
+
+struct job {
+    const std::function<void()> * fn;
+    std::exception_ptr failure;
+};
+
+void * run_job(void * arg) {
+    auto * j = static_cast<job *>(arg);
+    try {
+        (*j->fn)();
+    } catch (...) {
+        j->failure = std::current_exception();
+    }
+    return nullptr;
+}
+
+// Runs fn on a fresh thread with a large stack and waits for it; false when no thread could be made.
+bool on_large_stack(job & j) {
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return false;
+    pthread_attr_setstacksize(&attr, k_render_stack_bytes);
+    pthread_t t;
+    const int rc = pthread_create(&t, &attr, run_job, &j);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) return false;
+    pthread_join(t, nullptr);
+    return true;
+}
+
+}  // namespace
+
+template_limits current_template_limits() {
+    std::lock_guard<std::mutex> lock(g_limits_mu);
+    return g_limits;
+}
+
+void set_template_limits(const template_limits & limits) {
+    std::lock_guard<std::mutex> lock(g_limits_mu);
+    g_limits = limits;
+}
+
+status check_template_size(const std::string & source) {
+    const size_t cap = current_template_limits().max_template_bytes;
+    if (source.size() <= cap) return {};
+    return make_error(errc::invalid_argument, "exceeded its budget: template is " + std::to_string(source.size()) +
+                                                  " bytes, more than " + std::to_string(cap));
+}
+
+status run_template(const std::string & what, const std::function<void()> & fn, const std::function<bool()> & cancelled) {
+    const template_limits lim = current_template_limits();
+    jinja::render_budget budget;
+    budget.max_depth = lim.max_depth;
+    budget.max_steps = lim.max_steps;
+    budget.max_values = lim.max_values;
+    budget.max_string_bytes = lim.max_string_bytes;
+    budget.deadline = std::chrono::steady_clock::now() + lim.max_time;
+    budget.cancelled = cancelled;
+
+    std::string tripped;
+    const std::function<void()> budgeted = [&] {
+        jinja::set_render_budget(&budget);
+        struct clear {
+            std::string & out;
+            ~clear() {
+                if (const char * t = jinja::budget_tripped()) out = t;
+                jinja::set_render_budget(nullptr);
+            }
+        } on_exit{tripped};
+        fn();
+    };
+    job j{&budgeted, nullptr};
+    if (!on_large_stack(j)) return make_error(errc::unavailable, what + ": no thread could be started for the render");
+
+    // A budget error wins even when a caller inside llama.cpp caught it and failed differently.
+    if (!tripped.empty()) {
+        // What the render built up to its limit (up to the string and value bounds) was freed in
+        // its thread's malloc arena, which keeps it: hand it back, so a hostile template leaves the
+        // process the size it was.
+        ::malloc_trim(0);
+        if (cancelled && cancelled()) return make_error(errc::invalid_argument, what + " was cancelled (the client left)");
+        return make_error(errc::invalid_argument, what + " exceeded its budget: " + tripped);
+    }
+    if (j.failure) {
+        try {
+            std::rethrow_exception(j.failure);
+        } catch (const std::exception & e) {
+            return make_error(errc::invalid_argument, what + ": " + e.what());
+        } catch (...) {
+            return make_error(errc::invalid_argument, what + ": unknown error");
+        }
+    }
+    return {};
+}
+
+}  // namespace rc::llama

@@ -1,0 +1,106 @@
+// llama::run_template (src/llama/template_budget.h) over llama.cpp's jinja engine with the budget
+// patch (scripts/llama-patches/jinja-budgets.patch): hostile templates end in an error naming the
+// limit, fast, where they used to overflow the stack or run for minutes; real templates render.
+#include <chat.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "llama/template_budget.h"
+
+using namespace std::chrono_literals;
+using rc::llama::run_template;
+
+namespace {
+
+// Checks the size, parses and trial-renders `source` (what a model load does), then renders one
+// user message.
+rc::status render(const std::string & source, std::string * out = nullptr, const std::function<bool()> & cancelled = {}) {
+    if (auto st = rc::llama::check_template_size(source); !st) return st;
+    common_chat_templates_ptr t;
+    if (auto st = run_template("chat template", [&] { t = common_chat_templates_init(nullptr, source); }, cancelled); !st) return st;
+    common_chat_templates_inputs in;
+    common_chat_msg m;
+    m.role = "user";
+    m.content = "hello";
+    in.messages = {m};
+    in.use_jinja = true;
+    in.add_generation_prompt = true;
+    return run_template("chat template", [&] {
+        auto p = common_chat_templates_apply(t.get(), in);
+        if (out) *out = p.prompt;
+    }, cancelled);
+}
+
+std::string message_of(const rc::status & st) { return st.ok() ? std::string("(ok)") : st.err().message; }
+
+}  // namespace
+
+TEST(template_budget, a_self_calling_macro_stops_at_the_depth_limit) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto st = render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(message_of(st).find("exceeded its budget"), std::string::npos) << message_of(st);
+    EXPECT_NE(message_of(st).find("nesting is deeper than 1000"), std::string::npos) << message_of(st);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+TEST(template_budget, huge_loops_and_strings_stop_before_they_take_the_memory) {
+    for (const auto & [source, limit] : std::vector<std::pair<std::string, std::string>>{
+             {"{% for i in range(100000000) %}x{% endfor %}", "values"},
+             {"{% for a in range(3000) %}{% for b in range(3000) %}{% endfor %}{% endfor %}", "values"},
+             {"{{ 'x' * 1000000000 }}", "string of"},
+             {"{% set s = 'ab' %}{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}{{ s }}", "string of"},
+             {"{{ 'abc' | indent(1000000000) }}", "string of"},
+             {"{{ messages | tojson(indent=1000000000) }}", "string of"},
+             {"{{ 'x' * 20000000 }}", "string of"},
+             {"{{ ('xxxxxxxxxx' * 1000000) | replace('', 'yyyyyyyyyy') }}", "string of"}}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto st = render(source);
+        ASSERT_FALSE(st.ok()) << source;
+        EXPECT_NE(message_of(st).find(limit), std::string::npos) << source << ": " << message_of(st);
+        const auto took = std::chrono::steady_clock::now() - t0;
+        EXPECT_LT(took, 15s) << source;
+        std::printf("%6lld ms  %s\n", static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()), source.c_str());
+    }
+}
+
+TEST(template_budget, deep_nesting_in_the_source_is_a_parse_error) {
+    std::string parens = "{{ " + std::string(150000, '(') + "1" + std::string(150000, ')') + " }}";
+    auto too_big = render(parens);
+    ASSERT_FALSE(too_big.ok());
+    EXPECT_NE(message_of(too_big).find("bytes, more than"), std::string::npos) << "the size check comes first: " << message_of(too_big);
+    EXPECT_FALSE(rc::llama::check_template_size(parens).ok());
+
+    std::string nested = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+    auto st = render(nested);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(message_of(st).find("nested deeper than 256"), std::string::npos) << message_of(st);
+
+    std::string blocks;
+    for (int i = 0; i < 2000; ++i) blocks += "{% if true %}";
+    auto deep_blocks = render(blocks);
+    ASSERT_FALSE(deep_blocks.ok());
+}
+
+TEST(template_budget, a_cancelled_render_stops) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto st = render("{% for a in range(1000) %}{% for b in range(1000) %}{% set c = a * b %}{% endfor %}{% endfor %}", nullptr, [] { return true; });
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(message_of(st).find("was cancelled"), std::string::npos) << message_of(st);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+TEST(template_budget, real_templates_render_and_recursion_within_bounds_is_fine) {
+    std::string out;
+    auto st = render("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}", &out);
+    ASSERT_TRUE(st.ok()) << message_of(st);
+    EXPECT_EQ(out, "<|user|>hello<|assistant|>");
+    // A macro recursing 50 levels (templates that render nested tool schemas do so).
+    auto recursive = render("{% macro f(n) %}{% if n > 0 %}({{ f(n - 1) }}){% endif %}{% endmacro %}{{ f(50) }}", &out);
+    ASSERT_TRUE(recursive.ok()) << message_of(recursive);
+    EXPECT_EQ(out, std::string(50, '(') + std::string(50, ')'));
+}
+
