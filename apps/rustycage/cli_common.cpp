@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include <malloc.h>
+
 #include <pthread.h>
 
 #include <algorithm>
@@ -98,6 +100,11 @@ sigset_t block_stop_signals() {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
     return signals;
+}
+
+void return_large_allocations() {
+    ::mallopt(M_MMAP_THRESHOLD, 1 << 20);  // fixed: no dynamic raise
+    ::mallopt(M_TRIM_THRESHOLD, 4 << 20);
 }
 
 }  // namespace rc::cli

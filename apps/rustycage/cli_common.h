@@ -58,4 +58,10 @@ std::string format_parameter_count(uint64_t n);
 // synchronously with sigwait(); SIGPIPE ignored. For the long-running commands (serve, agent, gateway).
 sigset_t block_stop_signals();
 
+// For the long-running servers: allocations of 1 MiB and more (request bodies, rendered prompts,
+// token lists) get pages of their own and go back to the system when freed. glibc otherwise raises
+// that threshold after the first large free and keeps the memory of a 30 MB request in its arenas
+// for good; with this, the process returns to its size after a large or hostile request.
+void return_large_allocations();
+
 }  // namespace rc::cli

@@ -60,6 +60,7 @@ int run_gateway(gateway_flags & f) {
     if (!etcd.ok()) return fail(etcd.err());
 
     sigset_t signals = block_stop_signals();
+    return_large_allocations();
 
     gateway::gateway_server server(*etcd.value(), keys_for(f.etcd), std::move(o), eject_for);
     if (auto st = server.start(f.listen); !st) return fail(st.err());

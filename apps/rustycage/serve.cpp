@@ -131,6 +131,7 @@ int serve(serve_flags & f) {
 
     // Signals are taken synchronously by this thread; every thread started below inherits the mask.
     sigset_t signals = block_stop_signals();
+    return_large_allocations();
 
     llama::model_load_options load;
     load.n_gpu_layers = f.eng.n_gpu_layers;

@@ -176,8 +176,10 @@ constexpr bool built_with_asan = false;
 
 // Item 11: /tokenize with_pieces on 12 MiB took 4.5 GB (now ~650 MB). The answer is written as text.
 TEST_F(request_path, tokenize_with_pieces_on_a_large_body_stays_small) {
+    // As long as a text may be (issue 26: at most what the 4096-token context could hold, in bytes:
+    // 4096 × the longest token), and far more tokens than the context.
     std::string text;
-    while (text.size() < (1u << 20)) text += "The quick brown fox jumps over the lazy dog. ";
+    while (text.size() < (256u << 10)) text += "The quick brown fox jumps over the lazy dog. ";
     // The model loaded first: on a GPU backend its weights and KV cache are device buffers, which
     // lavapipe (make test-vulkan) keeps in host memory, and they are not what this measures.
     auto warm = raw("/tokenize", json{{"model", "demo"}, {"content", "warm up"}}.dump());
@@ -188,13 +190,13 @@ TEST_F(request_path, tokenize_with_pieces_on_a_large_body_stays_small) {
     ASSERT_TRUE(res);
     ASSERT_EQ(res->status, 200);
     json t = json::parse(res->body);
-    ASSERT_GT(t["tokens"].size(), 200000u);
+    ASSERT_GT(t["tokens"].size(), 50000u);
     EXPECT_EQ(t["tokens"][1]["piece"], " quick");
     const uint64_t grown = server_peak_rss() - before;
     // The JSON tree took ~375 bytes per input byte; text takes a small multiple of the input.
     // (Not under AddressSanitizer: its quarantine keeps freed memory resident by design.)
     if (built_with_asan) GTEST_SKIP() << "peak RSS is not a measure under AddressSanitizer (grew " << (grown >> 20) << " MiB)";
-    EXPECT_LT(grown, 200ull << 20) << "peak RSS grew by " << (grown >> 20) << " MiB for a 1 MiB body";
+    EXPECT_LT(grown, 64ull << 20) << "peak RSS grew by " << (grown >> 20) << " MiB for a 256 KiB body";
 }
 
 // Item 16, the smaller ones.
