@@ -18,7 +18,7 @@ struct template_limits {
     size_t max_depth = 1000;                        // nested evaluations (a macro calling itself stops here)
     size_t max_steps = 4'000'000;                   // evaluations in one parse-and-render
     size_t max_values = 2'000'000;                  // values created (memory: about 200 bytes each)
-    size_t max_string_bytes = size_t{96} << 20;     // any one string, the prompt included (3x the body limit)
+    size_t max_string_bytes = size_t{64} << 20;     // any one string's memory, the prompt included (2x the body limit)
     std::chrono::milliseconds max_time{10000};      // wall time of one call (--template-timeout)
 };
 
