@@ -5,6 +5,7 @@
 #include <random>
 
 #include "engine/chat_format.h"
+#include "llama/template_budget.h"
 
 namespace rc::api {
 
@@ -106,24 +107,26 @@ bool mentions_reasoning(const std::string & t) {
 }
 }  // namespace
 
+// Both parse and trial-render a template (a GGUF's, read without loading the model, for /api/tags
+// and /api/show): under the render budget, like every other use of a template.
 bool template_supports_thinking(const std::string & chat_template) {
     if (chat_template.empty()) return false;
     if (mentions_reasoning(chat_template)) return true;
-    try {
+    if (!llama::check_template_size(chat_template)) return false;
+    bool thinks = false;
+    auto st = llama::run_template("chat template", [&] {
         auto tmpls = common_chat_templates_init(nullptr, chat_template);
-        return tmpls && common_chat_templates_support_enable_thinking(tmpls.get());
-    } catch (const std::exception &) {
-        return false;  // a template llama.cpp cannot parse cannot think either
-    }
+        thinks = tmpls && common_chat_templates_support_enable_thinking(tmpls.get());
+    });
+    return st && thinks;  // a template llama.cpp cannot parse (or render within its budget) cannot think either
 }
 
 bool model_supports_thinking(const llama::model & m) {
     if (!m.templates()) return false;
-    try {
-        return mentions_reasoning(common_chat_templates_source(m.templates())) || common_chat_templates_support_enable_thinking(m.templates());
-    } catch (const std::exception &) {
-        return false;
-    }
+    if (mentions_reasoning(common_chat_templates_source(m.templates()))) return true;
+    bool thinks = false;
+    auto st = llama::run_template("chat template", [&] { thinks = common_chat_templates_support_enable_thinking(m.templates()); });
+    return st && thinks;
 }
 
 }  // namespace rc::api

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -365,4 +368,44 @@ TEST(hardening_two_shutdown, streams_open_at_the_shutdown_deadline_end_with_an_e
     EXPECT_TRUE(c.closed());
     EXPECT_NE(in.find("shutting down"), std::string::npos) << in.substr(in.size() > 600 ? in.size() - 600 : 0);
     EXPECT_NE(in.find("\r\n0\r\n\r\n"), std::string::npos) << "the chunked stream was cut, not ended";
+}
+
+// Item 2, from a file: a GGUF in the models directory carrying a hostile template. Listing it
+// (/api/tags, /api/show read the template to report capabilities) and asking it to chat end in
+// answers, and the model beside it keeps serving.
+TEST(hardening_two_gguf, a_model_file_with_a_hostile_template_cannot_crash_the_server) {
+    std::ifstream in(model_path("tiny-chat"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string key = "tokenizer.chat_template";
+    size_t at = bytes.find(key);
+    ASSERT_NE(at, std::string::npos);
+    at += key.size() + 4;  // the key, then its u32 value type (string)
+    uint64_t len = 0;
+    std::memcpy(&len, bytes.data() + at, sizeof len);
+    const std::string hostile = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}";
+    ASSERT_GT(len, hostile.size());
+    std::string replacement = hostile + std::string(len - hostile.size(), ' ');  // the same length: the file stays valid
+    std::copy(replacement.begin(), replacement.end(), bytes.begin() + std::ptrdiff_t(at + 8));
+    const auto path = std::filesystem::temp_directory_path() / ("rc-hostile-" + std::to_string(::getpid()) + ".gguf");
+    std::ofstream(path, std::ios::binary) << bytes;
+
+    rc::test::server_process s({{"demo", model_path("tiny-chat")}, {"evil", path.string()}});
+    ASSERT_TRUE(s.started());
+    httplib::Client c("127.0.0.1", s.openai_port());
+    c.set_read_timeout(60);
+    auto tags = c.Get("/api/tags");
+    ASSERT_TRUE(tags) << "the server crashed listing the models";
+    EXPECT_EQ(tags->status, 200);
+    EXPECT_NE(tags->body.find("evil"), std::string::npos);
+    auto show = c.Post("/api/show", R"({"model":"evil"})", "application/json");
+    ASSERT_TRUE(show) << "the server crashed showing the model";
+    EXPECT_EQ(show->status, 200) << show->body;
+    auto chat = c.Post("/v1/chat/completions", R"({"model":"evil","messages":[{"role":"user","content":"hi"}],"max_tokens":2})", "application/json");
+    ASSERT_TRUE(chat) << "the server crashed loading the model";
+    EXPECT_GE(chat->status, 400) << chat->body;
+    EXPECT_NE(chat->body.find("exceeded its budget"), std::string::npos) << chat->body;
+    auto fine = c.Post("/v1/chat/completions", R"({"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2})", "application/json");
+    ASSERT_TRUE(fine);
+    EXPECT_EQ(fine->status, 200) << fine->body;
+    std::filesystem::remove(path);
 }
