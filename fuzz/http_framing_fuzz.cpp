@@ -55,6 +55,10 @@ struct server {
         thread = std::thread([this] { http->serve(); });
         http->wait_until_serving();
     }
+    ~server() {
+        http->stop();
+        if (thread.joinable()) thread.join();
+    }
 };
 
 // Sends `bytes`, half-closes, and returns all the server writes until it closes (at most 3 s).

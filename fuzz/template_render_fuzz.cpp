@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/json_fields.h"
 #include "fuzz_templates.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
@@ -23,8 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     common_chat_templates_ptr templates;
     if (!rc::llama::run_template("fuzz", [&] { templates = common_chat_templates_init(nullptr, source); })) return 0;
     common_chat_templates_inputs inputs;
+    if (!rc::api::parse_json_bounded(messages)) return 0;  // the bounds every body gets
     try {
-        auto parsed = common_json::parse(messages, nullptr, false);
+        auto parsed = common_json::parse_no_throw(messages);
         if (parsed.is_discarded() || !parsed.is_array()) return 0;
         inputs.messages = common_chat_msgs_parse_oaicompat(parsed);
     } catch (const std::exception &) {
