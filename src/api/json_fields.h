@@ -25,7 +25,7 @@ inline constexpr size_t max_json_values = size_t{1} << 22;
 // 50,000 keys took 28 s. The keys of a body together may cost at most this many comparisons (about
 // 0.2 s): one object of max_json_object_keys keys, 64 of 512, any number of small ones.
 inline constexpr size_t max_json_object_keys = 4096;
-inline constexpr size_t max_json_key_comparisons = max_json_object_keys * (max_json_object_keys - 1) / 2;
+inline constexpr size_t max_json_key_comparisons = max_json_object_keys * max_json_object_keys / 2;
 
 // The body as a JSON object; 400 when it is not valid JSON (incl. invalid UTF-8), not an object, or
 // nested deeper than max_json_depth; 413 beyond max_json_values or the key bound. The limits are checked by a scan of

@@ -90,3 +90,30 @@ TEST(parse_json_bounded, reads_model_output_under_the_same_bounds) {
     EXPECT_FALSE(parse_json_bounded(std::string(30000, '[') + std::string(30000, ']')).has_value())
         << "a model told to write brackets must not reach the recursive writer";
 }
+
+namespace {
+std::string object_of(int keys) {
+    std::string s = "{";
+    for (int i = 0; i < keys; ++i) s += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+    return s + "}";
+}
+}  // namespace
+
+// Issue 26 item 6: each key of an object is found by a scan of the ones before it, so 50,000 keys
+// took 28 s. The keys' quadratic cost is bounded before parsing: one object of 4,096 keys passes,
+// one much larger is a 413 at once; many small objects cost nothing.
+TEST(parse_body, bounds_the_quadratic_cost_of_object_keys) {
+    EXPECT_EQ(status_of([] { parse_body(body("{\"model\":\"m\",\"unused\":" + object_of(4096) + "}")); }), 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(status_of([] { parse_body(body("{\"unused\":" + object_of(50000) + "}")); }), 413);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+    std::string many = "{\"list\":[";
+    for (int i = 0; i < 20000; ++i) many += (i ? "," : "") + object_of(8);
+    EXPECT_EQ(status_of([&] { parse_body(body(many + "]}")); }), 0);
+    // Keys inside strings are text, not keys.
+    EXPECT_EQ(status_of([] { parse_body(body("{\"s\":\"" + std::string(100000, ':') + "\"}")); }), 0);
+    // The same bound on JSON text inside a string that llama.cpp parses again.
+    EXPECT_EQ(status_of([] { check_json_text(std::string(100, '['), "messages[1].tool_calls[0].function.arguments"); }), 400);
+    EXPECT_EQ(status_of([] { check_json_text("{\"a\":[1,2]}", "x"); }), 0);
+    EXPECT_EQ(status_of([] { check_json_text("not json at all", "x"); }), 0);
+}
