@@ -50,12 +50,13 @@ status check_repetition(const std::string & p, size_t at) {
 }
 
 // minX ≤ maxX for one pair of size keywords, each an integer in [0, 2^31), and the minimum not past
-// what a grammar expands (the converter writes "{min,max}" for them).
+// what a grammar expands (the converter writes "{min,max}" for them). A key whose value is not a
+// number is not this keyword (a property named "minLength" under "properties" holds a schema).
 status check_size_pair(const nlohmann::json & schema, const char * min_key, const char * max_key) {
     int64_t lo = 0, hi = INT32_MAX;
     for (const char * key : {min_key, max_key}) {
         auto it = schema.find(key);
-        if (it == schema.end()) continue;
+        if (it == schema.end() || !it->is_number()) continue;
         if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
             return invalid(std::string("'") + key + "' must be an integer from 0 to " + std::to_string(INT32_MAX));
         (key == min_key ? lo : hi) = it->get<int64_t>();
@@ -66,13 +67,11 @@ status check_size_pair(const nlohmann::json & schema, const char * min_key, cons
     return {};
 }
 
-// minimum ≤ maximum for integers (the converter builds digit ranges from them).
+// minimum ≤ maximum (the converter builds digit ranges from them), when both are numbers.
 status check_bounds(const nlohmann::json & schema) {
     auto lo = schema.find("minimum"), hi = schema.find("maximum");
-    for (auto it : {lo, hi}) {
-        if (it != schema.end() && !it->is_number()) return invalid("'minimum' and 'maximum' must be numbers");
-    }
-    if (lo != schema.end() && hi != schema.end() && lo->get<double>() > hi->get<double>())
+    if (lo == schema.end() || hi == schema.end() || !lo->is_number() || !hi->is_number()) return {};
+    if (lo->get<double>() > hi->get<double>())
         return invalid("'minimum' " + lo->dump() + " is more than 'maximum' " + hi->dump());
     return {};
 }

@@ -90,7 +90,7 @@ TEST(grammar_limits, contradicting_or_oversized_repetitions_are_refused_before_c
         EXPECT_TRUE(engine::check_pattern_support(pattern).ok()) << pattern;
     for (const char * schema : {R"({"type":"string","minLength":5,"maxLength":2})", R"({"type":"array","minItems":4,"maxItems":1})",
                                 R"({"type":"object","minProperties":3,"maxProperties":2})", R"({"type":"integer","minimum":10,"maximum":2})",
-                                R"({"type":"string","minLength":-1})", R"({"type":"string","minLength":1e30})", R"({"type":"array","minItems":5000})",
+                                R"({"type":"string","minLength":-1})", R"({"type":"string","minLength":1e30})", R"({"type":"string","maxLength":2.5})", R"({"type":"array","minItems":5000})",
                                 R"({"type":"object","properties":{"a":{"type":"string","pattern":"^a{5,2}$"}}})"}) {
         auto st = engine::check_schema_support(schema);
         EXPECT_FALSE(st.ok()) << schema;
@@ -98,6 +98,8 @@ TEST(grammar_limits, contradicting_or_oversized_repetitions_are_refused_before_c
         EXPECT_FALSE(c.ok()) << schema;
     }
     EXPECT_TRUE(engine::schema_constraint(R"({"type":"string","minLength":2,"maxLength":5,"pattern":"^[a-z]{2,5}$"})").ok());
+    // Properties named like the keywords are schemas, not limits.
+    EXPECT_TRUE(engine::schema_constraint(R"({"type":"object","properties":{"minimum":{"type":"integer"},"maximum":{"type":"integer"},"minLength":{"type":"string"},"pattern":{"type":"string"}}})").ok());
 }
 
 // A GBNF grammar with {m,n}, m > n, looped for ever in llama.cpp's parser (patched: a parse error),
