@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -61,15 +62,29 @@ struct server {
     }
 };
 
-// Sends `bytes`, half-closes, and returns all the server writes until it closes (at most 3 s).
-std::string exchange(int port, std::string_view bytes) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) std::abort();
+// A connection to the server. Tens of thousands of connections a minute can run the loopback out
+// of free ports for a moment (the server's closed ones wait in TIME_WAIT): that is retried; a
+// refused connection means the server stopped accepting, a finding.
+int connect_to(int port) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) std::abort();  // the server stopped accepting
+    for (int attempt = 0; attempt < 500; ++attempt) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) std::abort();
+        if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0) return fd;
+        const int err = errno;
+        ::close(fd);
+        if (err == ECONNREFUSED) __builtin_trap();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::abort();  // no connection for 5 s
+}
+
+// Sends `bytes`, half-closes, and returns all the server writes until it closes (at most 3 s).
+std::string exchange(int port, std::string_view bytes) {
+    const int fd = connect_to(port);
     size_t sent = 0;
     while (sent < bytes.size()) {
         ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
