@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -199,17 +198,6 @@ const char * connection_stream::buffered_data(size_t & size) const {
 }
 
 void connection_stream::consume_buffered(size_t size) { off_ += std::min(size, buffered()); }
-
-bool has_close(const std::string & connection_header) {
-    std::string v;
-    for (char c : connection_header) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (size_t at = v.find("close"); at != std::string::npos; at = v.find("close", at + 1)) {
-        const bool starts = at == 0 || v[at - 1] == ',' || v[at - 1] == ' ';
-        const bool ends = at + 5 == v.size() || v[at + 5] == ',' || v[at + 5] == ' ';
-        if (starts && ends) return true;
-    }
-    return false;
-}
 
 void client_presence::begin_request(bool http11) {
     std::lock_guard<std::mutex> lock(mu_);

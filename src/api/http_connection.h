@@ -70,9 +70,6 @@ class connection_stream final : public httplib::Stream {
 // it with a reset, seen at once on loopback and by the next check elsewhere; a half-closed client
 // takes it and gets its response. HTTP/1.0 clients get no interim response: for them the end of
 // the stream means gone. Thread-safe.
-// Whether a Connection header value holds the "close" token.
-bool has_close(const std::string & connection_header);
-
 class client_presence {
   public:
     explicit client_presence(int fd) : fd_(fd) {}

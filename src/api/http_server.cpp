@@ -343,7 +343,7 @@ http_server::http_server(std::vector<route> routes, http_server_options opts) : 
         // httplib marks every error response "Connection: close" (and any the client asked to
         // close); the connection then really closes, so no unread body or bytes after a refusal
         // are ever taken for the next request.
-        if (t_presence) t_presence->responding(detail::has_close(res.get_header_value("Connection")));
+        if (t_presence) t_presence->responding(httplib::detail::has_header_token(res.headers, "Connection", "close"));
         if (!o->on_complete) return;
         if (res.is_chunked_content_provider_) return;  // a stream reports when it ends (stream_completion)
         http_request r = convert(req, false);
