@@ -108,6 +108,10 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
     if (ec) return fail("cannot find the rustycage executable (/proc/self/exe)");
     o.server.argv = {self.string(), "serve"};
     o.server.argv.insert(o.server.argv.end(), serve_args.begin(), serve_args.end());
+    // A restarted server loads what its disk tier holds conversations for before it reports ready,
+    // so the agent's readiness wait covers the load and the first user after a restart pays none.
+    if (find_flag(serve_args, "--preload").empty() && !std::getenv("RUSTYCAGE_PRELOAD"))
+        o.server.argv.insert(o.server.argv.end(), {"--preload", "auto"});
     // The web console of this host's server shows the fleet the agent is in.
     if (find_flag(serve_args, "--fleet-etcd").empty())
         o.server.argv.insert(o.server.argv.end(), {"--fleet-etcd", f.etcd.endpoints, "--fleet-prefix", f.etcd.prefix});

@@ -26,7 +26,8 @@ std::string default_models_dir();
 // Throws CLI::ValidationError naming `flag` when `text` is not a byte size.
 size_t parse_size_flag(const std::string & flag, const std::string & text);
 // Fills the KV defaults that depend on the machine (host budget: a quarter of available RAM) and
-// on other flags (disk budget when a disk directory is given).
+// on other flags (disk budget when a disk directory is given), and where the step cost model is
+// remembered (<models-dir>/.state/step-cost.json).
 void resolve_kv_defaults(engine_flags & f);
 // Checks at start what would otherwise fail on first use: the models directory and the KV disk
 // directory (when set) exist or can be created, are directories and take a file. Errors:

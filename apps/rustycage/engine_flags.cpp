@@ -80,6 +80,9 @@ size_t parse_size_flag(const std::string & flag, const std::string & text) {
 }
 
 void resolve_kv_defaults(engine_flags & f) {
+    // The step cost model is remembered beside the models (engine/step_cost_cache.h): a restart
+    // schedules its first request by what the last run learned, without timed decodes at load.
+    f.engine.step_cost_file = std::filesystem::path(f.models_dir) / ".state" / "step-cost.json";
     auto & kv = f.engine.kv;
     if (!f.host_budget_given) kv.host_budget = available_memory_bytes() / 4;
     if (!f.kv_disk_dir.empty()) {

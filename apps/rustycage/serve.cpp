@@ -1,6 +1,7 @@
 // `rustycage serve`: the OpenAI + Ollama + health API on two ports, models loaded on demand.
 #include <condition_variable>
 #include <csignal>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "api/ollama/keep_alive.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "serve_preload.h"
 #include "models/model_manager.h"
 #include "util/byte_size.h"
 #include "util/log.h"
@@ -152,12 +154,10 @@ int serve(serve_flags & f) {
     }
     mopts.default_keep_alive = ka->count() < 0 ? std::chrono::nanoseconds::max() : *ka;
     models::model_manager manager(models::local_catalog(f.eng.models_dir), f.eng.engine, load, mopts);
-    for (const auto & name : f.preload) {
-        auto e = manager.acquire(name);
-        if (!e) {
-            std::cerr << "error: cannot preload '" << name << "': " << e.err().message << "\n";
-            return 1;
-        }
+    auto preloads = plan_preloads(f.preload, manager);
+    if (!preloads) {
+        std::cerr << "error: " << preloads.err().message << " (--preload)\n";
+        return 2;
     }
     f.api.version = RUSTYCAGE_VERSION;
     f.api.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
@@ -173,6 +173,12 @@ int serve(serve_flags & f) {
         fleet = [feed] { return feed->document(); };
     }
     api::api_server server(manager, f.api, std::move(fleet));
+    // Preloads start before the ports open, so no health check sees a ready server without them.
+    std::atomic<bool> preload_failed{false};
+    preloader preloading(manager, std::move(preloads.value()), server.startup(), [&preload_failed] {
+        preload_failed = true;
+        ::kill(::getpid(), SIGTERM);  // the main thread's sigwait takes it: a graceful stop
+    });
     if (auto st = server.start(f.listen); !st) {
         std::cerr << "error: " << st.err().message << "\n";
         return 1;
@@ -185,7 +191,9 @@ int serve(serve_flags & f) {
     int sig = 0;
     sigwait(&signals, &sig);
     rc::log::info("serve", "stopping", {{"signal", sig}});
-    return stop_within(server, signals, f.shutdown_timeout_s);
+    preloading.stop();
+    const int code = stop_within(server, signals, f.shutdown_timeout_s);
+    return preload_failed ? 1 : code;
 }
 
 }  // namespace
@@ -204,7 +212,10 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--max-tokens", f->api.max_tokens_cap, "Upper bound for a request's max_tokens")
         ->envname("RUSTYCAGE_MAX_TOKENS")->check(CLI::Range(1, 1 << 24))->capture_default_str();
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
-    cmd->add_option("--preload", f->preload, "Load these models at start (repeatable)");
+    cmd->add_option("--preload", f->preload,
+                    "Load these models before reporting ready (repeatable); 'auto': also those the KV disk tier holds recent "
+                    "conversations for, as many as the memory budget holds")
+        ->envname("RUSTYCAGE_PRELOAD")->delimiter(',');
     cmd->add_option("--memory-budget", f->memory_budget,
                     "Memory all loaded models may take together, e.g. 12GiB (default: 80% of RAM, and at most 90% of GPU memory on a GPU build; 0: no limit); idle models are unloaded to make room")
         ->envname("RUSTYCAGE_MEMORY_BUDGET");

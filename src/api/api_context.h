@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,25 @@ struct api_options {
     int n_parallel = 4;                 // sequences per model, as the engines were started (/props total_slots)
 };
 
+// What the server still does before it is ready (serve --preload): while `pending()` is not empty,
+// /v1/health/ready and /health answer 503 with it. Any thread.
+class startup_gate {
+  public:
+    void set(std::string what) {
+        std::lock_guard lock(mutex_);
+        what_ = std::move(what);
+    }
+    void clear() { set({}); }
+    std::string pending() const {
+        std::lock_guard lock(mutex_);
+        return what_;
+    }
+
+  private:
+    mutable std::mutex mutex_;
+    std::string what_;
+};
+
 struct api_context {
     models::model_manager & models;
     api_options opts;
@@ -33,6 +53,7 @@ struct api_context {
     // Set when a shutdown's grace period is over: every generation still running ends at its next
     // client check with a 503 error (a stream: its error event, then its end), not a cut connection.
     std::shared_ptr<std::atomic<bool>> ending = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<startup_gate> startup = std::make_shared<startup_gate>();
 };
 
 }  // namespace rc::api

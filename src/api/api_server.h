@@ -37,6 +37,8 @@ class api_server {
     // Ends every generation still running (each answers 503, a stream with its error event), so
     // that a stop() waiting for them returns. For a shutdown whose grace period is over.
     void end_requests();
+    // Not ready until cleared (serve --preload): the health routes answer 503 with its text.
+    startup_gate & startup() { return *ctx_.startup; }
     int openai_port() const { return openai_port_; }
     int ollama_port() const { return ollama_port_; }
 

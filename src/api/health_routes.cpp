@@ -6,8 +6,9 @@ namespace rc::api {
 
 namespace {
 
-// Ready when a model can be served: one is loaded, or the catalog has one to load on demand.
-bool ready(api_context & ctx) { return !ctx.models.loaded().empty() || !ctx.models.catalog().list().empty(); }
+// Ready when nothing is pending at startup (preloads) and a model can be served: one is loaded, or
+// the catalog has one to load on demand.
+bool servable(api_context & ctx) { return !ctx.models.loaded().empty() || !ctx.models.catalog().list().empty(); }
 
 http_response json_response(int status, const json & body) {
     http_response r;
@@ -24,13 +25,17 @@ std::vector<route> health_routes(api_context & ctx) {
          [](const http_request &) { return json_response(200, {{"object", "health.response"}, {"message", "live"}, {"status", "live"}}); }},
         {"GET", "/v1/health/ready",
          [&ctx](const http_request &) {
-             if (ready(ctx)) return json_response(200, {{"object", "health.response"}, {"message", "ready to serve"}, {"status", "ready"}});
+             if (auto pending = ctx.startup->pending(); !pending.empty())
+                 return json_response(503, {{"object", "health.response"}, {"message", pending}, {"status", "not_ready"}, {"error", "starting"}});
+             if (servable(ctx)) return json_response(200, {{"object", "health.response"}, {"message", "ready to serve"}, {"status", "ready"}});
              return json_response(503, {{"object", "health.response"}, {"message", "no servable model in " + ctx.models.catalog().dir().string()},
                                         {"status", "not_ready"}, {"error", "no servable model"}});
          }},
         {"GET", "/health",
          [&ctx](const http_request &) {
-             if (ready(ctx)) return json_response(200, {{"status", "ok"}});
+             if (auto pending = ctx.startup->pending(); !pending.empty())  // llama-server's "loading model"
+                 return json_response(503, {{"error", {{"code", 503}, {"message", pending}, {"type", "unavailable_error"}}}});
+             if (servable(ctx)) return json_response(200, {{"status", "ok"}});
              return json_response(503, {{"error", {{"code", 503}, {"message", "no servable model"}, {"type", "unavailable_error"}}}});
          }},
         {"GET", "/v1/version", [&ctx](const http_request &) { return json_response(200, {{"release", ctx.opts.version}, {"api", "v1"}}); }},

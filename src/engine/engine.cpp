@@ -100,9 +100,15 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
         // A recurrent memory keeps one state per sequence, not a cell per token: no cell budget.
         const bool per_token_cells = !info.is_recurrent || info.is_hybrid;
         kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1, snapshots};
-        auto planner = kv::open_planner(po, opts.kv, kv_identity_of(*m, cp));
+        const auto identity = kv_identity_of(*m, cp);
+        auto planner = kv::open_planner(po, opts.kv, identity);
         if (!planner) return planner.err();
         e->impl_->planner = std::move(planner.value());
+        if (!opts.step_cost_file.empty()) {
+            e->impl_->cost_cache = std::make_unique<step_cost_cache>(opts.step_cost_file);
+            e->impl_->cost_key = {identity.model_fingerprint, describe_devices(), threads, static_cast<int>(cp.n_batch),
+                                  static_cast<int>(cp.n_ubatch), ggml_type_name(opts.kv_type), opts.flash_attn};
+        }
         // Chunks the backends handle well: GPU kernels tile in 64s, the CPU's in 16s.
         e->impl_->chunk_align = llama_supports_gpu_offload() ? 64 : 16;
         e->impl_->wake = [raw = e.get()] {
@@ -116,11 +122,10 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
 
     rc::log::info("engine", "started", {{"model", m->path()}, {"n_ctx", e->n_ctx_}, {"parallel", opts.n_parallel},
                                         {"threads", threads}, {"embedding", info.is_embedding}});
-    // The step cost is calibrated on the engine's thread (graphs run there only); start() returns
-    // once it is known, so the first request is already sized by it.
-    std::promise<void> calibrated;
-    auto ready = calibrated.get_future();
-    e->thread_ = std::thread([raw = e.get(), &calibrated] { raw->run(calibrated); });
+    // start() returns once the thread runs with its step cost model (remembered or learning).
+    std::promise<void> started;
+    auto ready = started.get_future();
+    e->thread_ = std::thread([raw = e.get(), &started] { raw->run(started); });
     ready.wait();
     return e;
 }

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,9 @@ struct engine_options {
     bool flash_attn = false;
     ggml_type kv_type = GGML_TYPE_F16;  // KV cache cell type: F16, F32, or Q8_0 (needs flash_attn)
     kv::kv_options kv;          // prefix reuse in the context and the host / disk tiers below it
+    // Where the step cost model is remembered across loads (engine/step_cost_cache.h); empty: learned
+    // afresh at every load from the first steps.
+    std::filesystem::path step_cost_file;
 };
 
 // "f16", "f32", "q8_0" → the KV cell type; nullopt for anything else.
@@ -115,7 +119,7 @@ class engine {
   private:
     struct impl;
     engine() = default;
-    void run(std::promise<void> & calibrated);
+    void run(std::promise<void> & started);
 
     std::shared_ptr<llama::model> model_;
     engine_options opts_;

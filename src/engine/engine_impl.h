@@ -9,11 +9,13 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "engine/engine.h"
 #include "engine/kv_bridge.h"
 #include "engine/scheduler.h"
+#include "engine/step_cost_cache.h"
 #include "engine/sequence.h"
 #include "kv/kv_planner.h"
 #include "llama/batch.h"
@@ -90,7 +92,11 @@ struct engine::impl {
     bool whole_snapshots = false;
     step_cost_model step_cost;                        // sizes the prefill chunk while streams decode
     int chunk_align = 16;
-    size_t cell_bytes = 0;  // serialised KV per cell, measured by calibrate_step_cost (0: unknown)
+    size_t cell_bytes = 0;  // serialised KV per cell: remembered, else measured on the first long sequence (0: unknown)
+    // The step cost remembered across loads (engine_step_cost.cpp): null without a file.
+    std::unique_ptr<step_cost_cache> cost_cache;
+    step_cost_key cost_key;
+    std::optional<step_cost_entry> cost_stored;       // what the file holds for this key, as last read or written
     uint64_t next_order = 1;                          // admission and use counters (LRU, youngest)
     std::function<void()> wake;                       // wakes the engine thread (I/O completions)
 
@@ -121,7 +127,12 @@ struct engine::impl {
     void remove_finished();
     void fail_all(const std::string & message);
     void publish_gauges();
-    void calibrate_step_cost();
+
+    // The step cost model (engine_step_cost.cpp): from the cache at start, learned from the steps,
+    // stored once it stands on enough of them and differs from what the file holds.
+    void start_step_cost();
+    void observe_step(int n_tokens, double ms);
+    void measure_cell_bytes();
 
     // Admission (engine_admit.cpp).
     std::unique_ptr<sequence> make_sequence(pending_request && p);

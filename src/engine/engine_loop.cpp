@@ -33,14 +33,14 @@ void send_error(request_channel & ch, errc code, const std::string & message) {
     ch.push(std::move(ev));
 }
 
-void engine::run(std::promise<void> & calibrated) {
+void engine::run(std::promise<void> & started) {
     auto & im = *impl_;
     if (!llama::lower_compute_priority(im.opts.compute_nice))
         rc::log::warn("engine", "compute_priority_unchanged", {{"nice", im.opts.compute_nice}, {"error", std::strerror(errno)}});
     // Here, not on the thread that started the engine: graphs run on engine threads only
     // (llama/compute_thread.h).
-    if (im.planner) im.calibrate_step_cost();
-    calibrated.set_value();
+    if (im.planner) im.start_step_cost();
+    started.set_value();
     bool progressed = false;
     for (;;) {
         {
@@ -114,39 +114,6 @@ void engine::impl::drop_cancelled() {
     for (auto & s : active) {
         if (s->live() && s->channel->cancelled()) finish(*s, finish_reason::cancelled);
     }
-}
-
-void engine::impl::calibrate_step_cost() {
-    // Two timed decodes in the scratch sequence (after one untimed, which pays first-call costs):
-    // the cost model then sizes prefill chunks from the first request on.
-    const llama_seq_id scratch = bridge ? bridge->scratch() : -1;
-    if (scratch < 0) return;
-    const int k = std::clamp(std::min(batch->capacity(), n_ctx / 2), 2, 32);
-    llama_token tok = model->valid_token(1) ? 1 : 0;
-    auto timed = [&](int n) {
-        batch->clear();
-        for (int i = 0; i < n; ++i) batch->add(tok, i, scratch, i == n - 1);
-        auto t0 = steady::now();
-        int ret = llama_decode(ctx, batch->get());
-        double ms = ms_between(t0, steady::now());
-        if (ret == 0 && n > 1) cell_bytes = llama_state_seq_get_size(ctx, scratch) / static_cast<size_t>(n);
-        llama_memory_seq_rm(mem, scratch, -1, -1);
-        return ret == 0 ? ms : -1.0;
-    };
-    // The faster of two runs each: a busy machine only ever slows a run down.
-    const double warm = timed(1), one = std::min(timed(1), timed(1)), many = std::min(timed(k), timed(k));
-    batch->clear();
-    if (warm < 0 || one < 0 || many < 0) {
-        rc::log::warn("engine", "step_cost_calibration_failed", {});
-        return;
-    }
-    step_cost.calibrate(one, many, k);
-    steps.cost_fixed_ms.store(step_cost.fixed_ms());
-    steps.cost_per_token_ms.store(step_cost.per_token_ms());
-    steps.prefill_budget.store(prefill_budget_for(step_cost, opts.max_step_ms, 1, opts.prefill_chunk, chunk_align));
-    rc::log::info("engine", "step_cost", {{"fixed_ms", step_cost.fixed_ms()}, {"per_token_ms", step_cost.per_token_ms()},
-                                           {"max_step_ms", opts.max_step_ms},
-                                           {"prefill_budget", prefill_budget_for(step_cost, opts.max_step_ms, 1, opts.prefill_chunk, chunk_align)}});
 }
 
 bool engine::impl::decode_generate() {
@@ -229,12 +196,11 @@ bool engine::impl::decode_generate() {
     }
     if (rc::log::current_level() == rc::log::level::debug)  // not the fields' formatting on every step otherwise
         rc::log::debug("engine", "step", {{"tokens", batch->size()}, {"prefill", prefill_tokens}, {"ms", ms}});
-    step_cost.observe(batch->size(), ms);
+    if (cell_bytes == 0) measure_cell_bytes();
+    observe_step(batch->size(), ms);
     steps.seconds.observe(ms / 1000.0);
     steps.tokens.observe(batch->size());
     steps.prefill_chunks.fetch_add(static_cast<uint64_t>(prefill_chunks));
-    steps.cost_fixed_ms.store(step_cost.fixed_ms());
-    steps.cost_per_token_ms.store(step_cost.per_token_ms());
     prompt_tokens += static_cast<uint64_t>(prefill_tokens);
     planner->stats().add_tokens(kv::source::computed, static_cast<uint64_t>(prefill_tokens));
     sample_outputs();

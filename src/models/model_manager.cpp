@@ -81,6 +81,7 @@ void model_lease::release() {
 
 model_manager::model_manager(local_catalog catalog, engine::engine_options engine_opts, llama::model_load_options load_opts, manager_options opts)
     : catalog_(std::move(catalog)), engine_opts_(engine_opts), load_opts_(load_opts), opts_(std::move(opts)) {
+    if (!engine_opts_.kv.disk_dir.empty()) recent_ = std::make_unique<recent_models>(recent_models::file_in(engine_opts_.kv.disk_dir));
     reaper_ = std::thread([this] { reaper_loop(); });
 }
 
@@ -92,7 +93,10 @@ model_manager::~model_manager() {
     reaper_wake_.notify_all();
     reaper_.join();
     std::lock_guard lock(mutex_);
-    for (const auto & [name, s] : loaded_) assert(s->leases == 0 && "a model_lease outlived its manager");
+    for (const auto & [name, s] : loaded_) {
+        assert(s->leases == 0 && "a model_lease outlived its manager");
+        if (recent_) recent_->note_use(name);  // in use until now: the next `--preload auto` loads it
+    }
     loaded_.clear();
     retiring_.clear();
 }
@@ -221,7 +225,10 @@ result<model_lease> model_manager::acquire(const model_entry & entry) {
     loaded_[name] = s;
     double ms = std::chrono::duration<double, std::milli>(steady::now() - started).count();
     rc::log::info("models", "loaded", {{"model", name}, {"ms", ms}, {"memory_estimate", need}});
-    return model_lease(this, std::move(s));
+    model_lease lease(this, std::move(s));
+    lock.unlock();
+    if (recent_) recent_->note_use(name);
+    return lease;
 }
 
 std::optional<model_lease> model_manager::peek(const std::string & name) {
@@ -330,6 +337,7 @@ void model_manager::reaper_loop() {
             for (auto & s : victims) {
                 s->engine.reset();
                 rc::log::info("models", "unloaded", {{"model", s->name}});
+                if (recent_) recent_->note_use(s->name);  // its last use: the tier holds what it wrote
                 if (opts_.on_unloaded) opts_.on_unloaded(s->name);
             }
             lock.lock();

@@ -27,6 +27,7 @@
 #include "engine/engine.h"
 #include "llama/model.h"
 #include "models/local_catalog.h"
+#include "models/recent_models.h"
 #include "models/memory_estimate.h"
 #include "util/result.h"
 
@@ -148,6 +149,7 @@ class model_manager {
 
     local_catalog catalog_;
     engine::engine_options engine_opts_;
+    std::unique_ptr<recent_models> recent_;  // with a KV disk tier: which models it holds conversations for
     llama::model_load_options load_opts_;
     manager_options opts_;
 

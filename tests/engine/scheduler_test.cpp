@@ -80,7 +80,8 @@ TEST(step_cost_model, observations_follow_a_change_and_one_outlier_moves_them_a_
 
 TEST(step_cost_model, the_prefill_budget_keeps_a_step_within_the_bound_from_the_first_request) {
     step_cost_model m;
-    EXPECT_EQ(prefill_budget_for(m, 750, 3, 512, 16), 512) << "uncalibrated (calibration failed): the cap";
+    EXPECT_EQ(prefill_budget_for(m, 750, 3, 512, 16), 16) << "nothing known yet: one aligned chunk, whose step teaches the cost";
+    EXPECT_EQ(prefill_budget_for(m, 0, 3, 512, 16), 512) << "bound off: the cap";
     m.calibrate(90.0, 90.0 + 31 * 13.0, 32);
     const int b = prefill_budget_for(m, 750, 3, 512, 16);
     EXPECT_EQ(b, 48);
@@ -90,4 +91,43 @@ TEST(step_cost_model, the_prefill_budget_keeps_a_step_within_the_bound_from_the_
     step_cost_model gpu;
     gpu.calibrate(8.0, 8.5, 32);
     EXPECT_EQ(prefill_budget_for(gpu, 750, 3, 512, 64), 512) << "fast prefill: the cap decides";
+}
+
+TEST(step_cost_model, a_model_never_calibrated_learns_from_the_first_steps) {
+    step_cost_model m;
+    m.observe(2, 90.0);  // decode-only steps: the fixed cost
+    m.observe(1, 90.0);
+    EXPECT_FALSE(m.calibrated()) << "no step of several tokens yet";
+    EXPECT_NEAR(m.fixed_ms(), 90.0, 1e-9);
+    m.observe(16 + 2, 90.0 + 18 * 13.0);  // one aligned chunk beside two decodes
+    ASSERT_TRUE(m.calibrated());
+    EXPECT_NEAR(m.per_token_ms(), 13.0, 1e-9);
+    EXPECT_EQ(prefill_budget_for(m, 750, 2, 512, 16), 48);
+    EXPECT_FALSE(m.settled()) << "two decode-only steps are not enough to store";
+    for (int i = 0; i < 4; ++i) {
+        m.observe(1, 90.0);
+        m.observe(48 + 2, 90.0 + 50 * 13.0);
+    }
+    EXPECT_TRUE(m.settled());
+}
+
+TEST(step_cost_model, a_lone_prefill_first_over_estimates_the_token_cost) {
+    step_cost_model m;
+    m.observe(512, 90.0 + 512 * 13.0);  // nothing decoding yet: the whole step is taken as per-token cost
+    ASSERT_TRUE(m.calibrated());
+    EXPECT_GE(m.per_token_ms(), 13.0);
+    EXPECT_LE(m.per_token_ms(), 13.0 + 90.0 / 512 + 1e-9);
+}
+
+TEST(step_cost_model, a_stale_remembered_model_is_replaced_after_three_surprises) {
+    step_cost_model m;
+    m.set(90.0, 13.0 * 50);  // remembered from a much slower machine
+    m.observe(64, 90.0 + 64 * 13.0);
+    m.observe(64, 90.0 + 64 * 13.0);
+    EXPECT_GT(m.per_token_ms(), 13.0 * 10) << "two surprises are averaged in";
+    m.observe(64, 90.0 + 64 * 13.0);
+    EXPECT_NEAR(m.per_token_ms(), 13.0, 1e-9) << "the third replaces it";
+    m.set(9000.0, 13.0);  // a fixed cost far too high
+    for (int i = 0; i < 3; ++i) m.observe(1, 90.0 + 13.0);
+    EXPECT_NEAR(m.fixed_ms(), 90.0, 1e-9);
 }

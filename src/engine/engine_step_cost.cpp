@@ -1,0 +1,64 @@
+// The step cost model across loads (issue 34): no timed decodes at load. A remembered model is used
+// from the first step; without one the model is learned from the first real steps while chunks stay
+// one aligned chunk small (scheduler.h). Once it stands on enough steps and differs from what the
+// file holds (nothing, or another machine's numbers under a key that still matched), it is stored.
+#include <cmath>
+
+#include "engine/engine_impl.h"
+#include "util/log.h"
+
+namespace rc::engine {
+
+namespace {
+
+// Off by more than a quarter (and more than `floor` in absolute terms: tiny costs are all noise).
+bool differs(double stored, double now, double floor) { return std::abs(stored - now) > std::max(floor, 0.25 * std::max(stored, now)); }
+
+}  // namespace
+
+void engine::impl::start_step_cost() {
+    if (cost_cache) {
+        if (auto e = cost_cache->find(cost_key)) {
+            step_cost.set(e->fixed_ms, e->per_token_ms);
+            cell_bytes = e->cell_bytes;
+            cost_stored = e;
+        }
+    }
+    steps.cost_fixed_ms.store(step_cost.fixed_ms());
+    steps.cost_per_token_ms.store(step_cost.per_token_ms());
+    steps.prefill_budget.store(prefill_budget_for(step_cost, opts.max_step_ms, 1, opts.prefill_chunk, chunk_align));
+    rc::log::info("engine", "step_cost", {{"source", cost_stored ? "remembered" : "learning"}, {"fixed_ms", step_cost.fixed_ms()},
+                                           {"per_token_ms", step_cost.per_token_ms()}, {"max_step_ms", opts.max_step_ms},
+                                           {"prefill_budget", steps.prefill_budget.load()}});
+}
+
+void engine::impl::observe_step(int n_tokens, double ms) {
+    const bool was_calibrated = step_cost.calibrated();
+    step_cost.observe(n_tokens, ms);
+    steps.cost_fixed_ms.store(step_cost.fixed_ms());
+    steps.cost_per_token_ms.store(step_cost.per_token_ms());
+    if (!was_calibrated && step_cost.calibrated())
+        rc::log::info("engine", "step_cost_learned", {{"fixed_ms", step_cost.fixed_ms()}, {"per_token_ms", step_cost.per_token_ms()}, {"tokens", n_tokens}});
+    if (!cost_cache || !step_cost.settled()) return;
+    const bool changed = !cost_stored || differs(cost_stored->per_token_ms, step_cost.per_token_ms(), 0.01) ||
+                         differs(cost_stored->fixed_ms, step_cost.fixed_ms(), 2.0) || (cost_stored->cell_bytes == 0 && cell_bytes > 0);
+    if (!changed) return;
+    if (cost_stored)
+        rc::log::info("engine", "step_cost_replaced", {{"stored_fixed_ms", cost_stored->fixed_ms}, {"stored_per_token_ms", cost_stored->per_token_ms},
+                                                       {"fixed_ms", step_cost.fixed_ms()}, {"per_token_ms", step_cost.per_token_ms()}});
+    step_cost_entry e{step_cost.fixed_ms(), step_cost.per_token_ms(), cell_bytes};
+    // A few hundred bytes, no fsync: a lost write only means learning again next load.
+    auto st = cost_cache->store(cost_key, e);
+    cost_stored = e;  // stored or not, not tried again on every step
+    if (!st) rc::log::warn("engine", "step_cost_not_stored", {{"error", st.err().message}});
+}
+
+void engine::impl::measure_cell_bytes() {
+    for (const auto & s : active) {
+        if (s->id < 0 || s->n_past < 64) continue;
+        cell_bytes = llama_state_seq_get_size(ctx, s->id) / static_cast<size_t>(s->n_past);
+        return;
+    }
+}
+
+}  // namespace rc::engine
