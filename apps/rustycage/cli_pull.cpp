@@ -1,5 +1,6 @@
 // `rustycage pull NAME`: download a model from the Hugging Face Hub into the store, check it, mark it
-// ready. Ctrl-C stops cleanly (the partial download is kept; the same pull resumes it); a second
+// ready. A dropped or stalled connection, a 5xx or a 429 is retried by itself, each retry shown
+// (--retries, --retry-delay, --stall-timeout). Ctrl-C stops cleanly (the partial download is kept; the same pull resumes it); a second
 // Ctrl-C kills at once.
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string_view>
+#include <tuple>
 
 #include "cli_common.h"
 #include "cli_pull_curated.h"
@@ -26,7 +29,29 @@ struct pull_flags {
     store_flags store;
     std::string name;
     curated_flags curated;
+    // Empty: RUSTYCAGE_PULL_* or the default (hub_config.h).
+    std::string retries, retry_delay, stall_timeout;
 };
+
+// The hub configuration from the environment, the pull flags on top.
+result<hub::hub_config> hub_config_for(const pull_flags & f) {
+    auto cfg = hub::config_from_env();
+    if (!cfg) return cfg;
+    using setter = status (*)(hub::hub_config &, std::string_view, std::string_view);
+    for (auto [text, set, flag] : {std::tuple<const std::string &, setter, const char *>{f.retries, hub::set_retries, "--retries"},
+                                   {f.retry_delay, hub::set_retry_delay, "--retry-delay"},
+                                   {f.stall_timeout, hub::set_stall_timeout, "--stall-timeout"}}) {
+        if (text.empty()) continue;
+        if (auto st = set(cfg.value(), text, flag); !st) return st.err();
+    }
+    return cfg;
+}
+
+// "retrying (2/8) in 1.4s: connection reset: Recv failure: Connection reset by peer"
+std::string retry_line(const models::pull_progress & p) {
+    return "retrying (" + std::to_string(p.attempt) + "/" + std::to_string(p.max_attempts) + ") in " +
+           hub::format_wait(std::chrono::milliseconds(p.retry_in_ms)) + ": " + p.reason;
+}
 
 std::atomic<bool> g_cancel{false};
 volatile std::sig_atomic_t g_signal = 0;
@@ -62,7 +87,7 @@ int pull(const pull_flags & f) {
     // The name first: a bad one is refused before anything is touched.
     auto name = store::model_name::parse(f.name);
     if (!name) return fail(name.err());
-    auto cfg = hub::config_from_env();
+    auto cfg = hub_config_for(f);
     if (!cfg) return fail(cfg.err());
     std::error_code ec;
     std::filesystem::create_directories(f.store.models_dir, ec);
@@ -73,7 +98,8 @@ int pull(const pull_flags & f) {
     const bool terminal = isatty(STDERR_FILENO);
     progress_display view(std::cerr, terminal, terminal ? terminal_width(STDERR_FILENO) : 80);
     auto on_progress = [&view](const models::pull_progress & p) {
-        if (p.total > 0 && !p.digest.empty()) view.transfer(p.status, p.completed, p.total);
+        if (p.attempt > 0) view.note(retry_line(p));
+        else if (p.total > 0 && !p.digest.empty()) view.transfer(p.status, p.completed, p.total);
         else view.step(p.status);
     };
 
@@ -106,7 +132,17 @@ void register_pull(CLI::App & app, std::function<int()> & action) {
     auto * name = cmd->add_option("name", f->name, "Model to pull, e.g. hf.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M");
     add_store_flags(*cmd, f->store);
     add_curated_flags(*cmd, f->curated);
-    cmd->footer("Environment: HF_ENDPOINT (a Hub mirror), HF_TOKEN (gated or private repositories).");
+    cmd->add_option("--retries", f->retries,
+                    "Attempts after the first when a download's connection drops or stalls, or the Hub answers 5xx or 429; "
+                    "counted again after every attempt that brings new bytes (default 7; env RUSTYCAGE_PULL_RETRIES)");
+    cmd->add_option("--retry-delay", f->retry_delay,
+                    "First wait before retrying, doubled each time up to 30s, with jitter; a Retry-After from the Hub "
+                    "is honoured instead, up to 60s (default 1s; env RUSTYCAGE_PULL_RETRY_DELAY)");
+    cmd->add_option("--stall-timeout", f->stall_timeout,
+                    "A download that receives nothing for this long reconnects where it stopped (default 30s, 0: off; "
+                    "env RUSTYCAGE_PULL_STALL_TIMEOUT)");
+    cmd->footer("Environment: HF_ENDPOINT (a Hub mirror), HF_TOKEN (gated or private repositories), RUSTYCAGE_PULL_RETRIES, "
+                "RUSTYCAGE_PULL_RETRY_DELAY, RUSTYCAGE_PULL_STALL_TIMEOUT.");
     cmd->callback([f, name, &action] {
         if (f->curated.enabled == !name->empty()) throw CLI::ValidationError("pull", "give a model NAME or --curated");
         action = [f] {

@@ -114,6 +114,14 @@ void progress_display::transfer(std::string_view label, uint64_t done, uint64_t 
     draw(done, total);
 }
 
+void progress_display::note(std::string_view text) {
+    finish();
+    out_ << text << "\n" << std::flush;
+    last_decile_ = -1;  // plain output: say where the transfer stands again when it goes on
+    last_draw_ = {};
+    rate_.reset();      // the wait is not a slow transfer
+}
+
 void progress_display::draw(uint64_t done, uint64_t total) {
     if (terminal_) {
         // "\x1b[K" clears what a longer previous line left behind.

@@ -3,6 +3,7 @@
 // redrawn in place with '\r' (at most ~10 times a second) as
 //   pulling 1a2b3c4d5e6f  45% ▕██████████          ▏ 21.6 MiB/48.0 MiB  12.3 MiB/s  2s
 // Elsewhere (a pipe, a file, CI): one plain line per step, plus one every 10% of a transfer.
+// Notes (retries) get a line of their own either way.
 // Single-threaded: call from the thread doing the work.
 #include <chrono>
 #include <cstdint>
@@ -48,6 +49,9 @@ class progress_display {
     void step(std::string_view label);
     // A transfer's progress; a new label starts a new line.
     void transfer(std::string_view label, uint64_t done, uint64_t total);
+    // A line of its own in the middle of a transfer ("retrying (2/8) in 1.4s: connection reset"):
+    // the line being redrawn ends, `text` follows, and the transfer's next progress starts a fresh line.
+    void note(std::string_view text);
     // Ends the line being redrawn (before other output, and at the end).
     void finish();
 

@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 
@@ -50,6 +52,13 @@ struct transfer {
     std::vector<std::pair<std::string, std::string>> receiving;  // headers of the response arriving now
     bool head_done = false;
     bool aborted = false;
+    // The stall detector: the last time any byte (header or body) arrived; zero timeout: off.
+    std::chrono::milliseconds stall_timeout{0};
+    std::chrono::steady_clock::time_point last_byte = std::chrono::steady_clock::now();
+    bool stalled = false;
+
+    void saw_bytes() { last_byte = std::chrono::steady_clock::now(); }
+    bool stall_expired() const { return stall_timeout.count() > 0 && std::chrono::steady_clock::now() - last_byte >= stall_timeout; }
 
     // Fixes the final status and headers once the body starts (curl skips bodies of redirects it follows).
     bool begin_body() {
@@ -64,6 +73,7 @@ struct transfer {
 
 size_t on_header(char * data, size_t size, size_t n, void * user) {
     auto * t = static_cast<transfer *>(user);
+    t->saw_bytes();
     std::string_view line(data, size * n);
     if (line.starts_with("HTTP/")) {
         t->receiving.clear();  // a new response (1xx, a redirect, or the final one) starts
@@ -76,6 +86,7 @@ size_t on_header(char * data, size_t size, size_t n, void * user) {
 size_t on_write(char * data, size_t size, size_t n, void * user) {
     auto * t = static_cast<transfer *>(user);
     const size_t len = size * n;
+    t->saw_bytes();
     if (!t->begin_body()) return 0;  // any count other than len makes curl stop with CURLE_WRITE_ERROR
     if (t->cb->should_abort && t->cb->should_abort()) {
         t->aborted = true;
@@ -92,16 +103,54 @@ size_t on_write(char * data, size_t size, size_t n, void * user) {
     return len;
 }
 
+// libcurl calls this at least once a second, also while no data flows.
 int on_progress(void * user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     auto * t = static_cast<transfer *>(user);
     if (t->cb->should_abort && t->cb->should_abort()) {
         t->aborted = true;
         return 1;
     }
+    if (t->stall_expired()) {
+        t->stalled = true;
+        return 1;
+    }
     return 0;
 }
 
+transport_failure classify(CURLcode rc) {
+    switch (rc) {
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_SSL_CONNECT_ERROR: return transport_failure::connect;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY: return transport_failure::resolve;
+        case CURLE_OPERATION_TIMEDOUT: return transport_failure::timed_out;
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM: return transport_failure::reset;
+        case CURLE_PARTIAL_FILE: return transport_failure::cut_short;
+        default: return transport_failure::other;
+    }
+}
+
 }  // namespace
+
+const char * describe(transport_failure f) {
+    switch (f) {
+        case transport_failure::none: return "no failure";
+        case transport_failure::connect: return "cannot connect";
+        case transport_failure::resolve: return "host name not resolved";
+        case transport_failure::timed_out: return "timed out";
+        case transport_failure::reset: return "connection reset";
+        case transport_failure::cut_short: return "connection closed early";
+        case transport_failure::stalled: return "stalled";
+        case transport_failure::other: break;
+    }
+    return "transfer failed";
+}
+
+bool is_retryable(transport_failure f) { return f != transport_failure::none && f != transport_failure::other; }
 
 std::string http_response::header(std::string_view name) const {
     for (auto it = headers.rbegin(); it != headers.rend(); ++it)
@@ -112,7 +161,8 @@ std::string http_response::header(std::string_view name) const {
 http_client::http_client(hub_config cfg) : cfg_(std::move(cfg)) { global_init(); }
 
 result<stream_outcome> http_client::perform(const std::string & url, const std::vector<std::string> & headers,
-                                            const stream_callbacks & cb, bool api_call) const {
+                                            const stream_callbacks & cb, bool api_call, transport_failure * failure) const {
+    if (failure) *failure = transport_failure::none;
     std::unique_ptr<CURL, easy_deleter> curl(curl_easy_init());
     if (!curl) return make_error(errc::internal, "curl_easy_init failed");
     CURL * c = curl.get();
@@ -131,6 +181,7 @@ result<stream_outcome> http_client::perform(const std::string & url, const std::
     transfer t;
     t.curl = c;
     t.cb = &cb;
+    if (!api_call) t.stall_timeout = cfg_.stall_timeout;  // the JSON calls have their overall timeout
     char errbuf[CURL_ERROR_SIZE] = {0};
 
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
@@ -161,7 +212,15 @@ result<stream_outcome> http_client::perform(const std::string & url, const std::
     CURLcode rc = curl_easy_perform(c);
     if (rc == CURLE_OK) t.begin_body();  // an empty body never reached on_write
     if (t.aborted) return stream_outcome{std::move(t.head), true};
+    if (t.stalled) {
+        if (failure) *failure = transport_failure::stalled;
+        const auto secs = std::chrono::duration<double>(cfg_.stall_timeout).count();
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "no data for %g s", secs);
+        return make_error(errc::unavailable, redact("GET " + url + " failed: " + buf, cfg_.token));
+    }
     if (rc != CURLE_OK) {
+        if (failure) *failure = classify(rc);
         std::string why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
         return make_error(errc::unavailable, redact("GET " + url + " failed: " + why, cfg_.token));
     }
@@ -169,8 +228,8 @@ result<stream_outcome> http_client::perform(const std::string & url, const std::
 }
 
 result<stream_outcome> http_client::stream(const std::string & url, const std::vector<std::string> & headers,
-                                           const stream_callbacks & cb) const {
-    return perform(url, headers, cb, false);
+                                           const stream_callbacks & cb, transport_failure * failure) const {
+    return perform(url, headers, cb, false, failure);
 }
 
 result<http_response> http_client::get(const std::string & url) const {
@@ -182,7 +241,7 @@ result<http_response> http_client::get(const std::string & url) const {
         body.append(data, n);
         return true;
     };
-    auto out = perform(url, {}, cb, true);
+    auto out = perform(url, {}, cb, true, nullptr);
     if (!out.ok()) return out.err();
     if (too_large) return make_error(errc::unavailable, "GET " + url + ": response larger than 64 MiB");
     http_response r = std::move(out->head);

@@ -38,6 +38,23 @@ struct stream_callbacks {
     std::function<bool()> should_abort;
 };
 
+// Why a transfer failed below HTTP, so a caller can tell a flaky link (worth another attempt) from a
+// request that cannot work.
+enum class transport_failure {
+    none,
+    connect,    // refused, unreachable, or the TLS handshake broke off
+    resolve,    // the host name did not resolve (DNS hiccups happen on flaky links too)
+    timed_out,  // connect timeout, or slower than the low-speed limit
+    reset,      // the connection was reset or broke (send/receive errors, an empty reply)
+    cut_short,  // the server closed the connection before Content-Length bytes
+    stalled,    // no byte arrived for hub_config::stall_timeout
+    other,      // anything else (bad URL, TLS verification, out of memory): not retried
+};
+// "connection refused", "connection reset", "stalled", ...: short words for progress lines.
+const char * describe(transport_failure f);
+// Everything but none and other.
+bool is_retryable(transport_failure f);
+
 struct stream_outcome {
     http_response head;
     bool aborted = false;  // a callback stopped the transfer; the caller knows which and why
@@ -57,16 +74,18 @@ class http_client {
     result<nlohmann::json> get_json(const std::string & url, std::string_view what, std::string * next_link = nullptr) const;
 
     // GET streaming the body to callbacks (downloads); `headers` are extra request headers such as
-    // "Range: bytes=100-". No overall timeout, only the stall limit from hub_config. Transport failures
-    // (including a connection dropped mid-body) are errors; a callback's abort is an outcome.
+    // "Range: bytes=100-". No overall timeout, only the low-speed limit and the stall detector from
+    // hub_config (no byte for stall_timeout ends the transfer). Transport failures (including a
+    // connection dropped mid-body or stalled) are errors, their kind stored in `failure` when given;
+    // a callback's abort is an outcome.
     result<stream_outcome> stream(const std::string & url, const std::vector<std::string> & headers,
-                                  const stream_callbacks & cb) const;
+                                  const stream_callbacks & cb, transport_failure * failure = nullptr) const;
 
     const hub_config & config() const { return cfg_; }
 
   private:
     result<stream_outcome> perform(const std::string & url, const std::vector<std::string> & headers,
-                                   const stream_callbacks & cb, bool api_call) const;
+                                   const stream_callbacks & cb, bool api_call, transport_failure * failure) const;
     hub_config cfg_;
 };
 

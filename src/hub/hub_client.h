@@ -18,6 +18,8 @@ namespace rc::hub {
 
 // Bytes of the file present so far (including resumed ones) and its total size.
 using progress_fn = std::function<void(uint64_t done, uint64_t total)>;
+// Called before each wait for another attempt of a download.
+using retry_fn = std::function<void(const retry_notice &)>;
 
 class hub_client {
   public:
@@ -38,14 +40,21 @@ class hub_client {
     // bytes already in `partial_path` are hashed and kept, and only the rest is requested (Range);
     // a server ignoring the range, a 416, or a partial larger than the file restart from zero.
     // On success the file is fsynced and complete; the caller moves it into place.
+    // Rides out a flaky link: a dropped, refused, timed-out or stalled connection (no byte for
+    // config().stall_timeout), a 5xx or a 429 is tried again from where the file stands (Range),
+    // after a backoff with jitter or the server's Retry-After (capped), up to config().retry's
+    // attempts in a row without new bytes; `on_retry` hears of each retry before its wait. Other 4xx
+    // answers are final.
     // `progress` is called at most ~10 times a second and once at the end, on this thread.
-    // `cancel` (may be null) is polled while data flows and at least once a second while stalled.
+    // `cancel` (may be null) is polled while data flows, at least once a second while stalled, and
+    // while waiting to retry.
     // Errors: invalid_argument / not_found / unauthenticated / permission_denied as list_files; unavailable for a
-    // cancelled or interrupted transfer (the partial is kept for a later resume); data_loss when
-    // the content does not match (the partial is deleted); io for local disk failures.
+    // cancelled transfer or one whose attempts ran out (the partial is kept for a later resume; the
+    // message says how many attempts were made); data_loss when the content does not match (the
+    // partial is deleted); io for local disk failures.
     result<download_report> download(const std::string & repo, const std::string & revision, const repo_file & file,
                                      const std::filesystem::path & partial_path, const progress_fn & progress = {},
-                                     const std::atomic<bool> * cancel = nullptr) const;
+                                     const std::atomic<bool> * cancel = nullptr, const retry_fn & on_retry = {}) const;
 
   private:
     http_client http_;

@@ -98,9 +98,18 @@ result<pull_result> pull_model(store::model_store & st, const hub::hub_client & 
         const std::string api_digest = digest->api();
         if (!st.blobs().has(*digest)) {
             const fs::path partial = partial_dir / (digest->str() + ".partial");
+            const std::string label = "pulling " + std::string(digest->hex().substr(0, 12));
+            auto on_retry = [&](const hub::retry_notice & n) {
+                pull_progress p{"retrying", api_digest};
+                p.attempt = n.attempt;
+                p.max_attempts = n.max_attempts;
+                p.retry_in_ms = uint64_t(n.delay.count());
+                p.reason = n.reason;
+                report(progress, p);
+            };
             auto dl = hub.download(repo, "main", part, partial,
-                                   [&](uint64_t done, uint64_t total) { report(progress, {"pulling " + std::string(digest->hex().substr(0, 12)), api_digest, total, done}); },
-                                   cancel);
+                                   [&](uint64_t done, uint64_t total) { report(progress, {label, api_digest, total, done}); },
+                                   cancel, on_retry);
             if (!dl) return dl.err();
             out.transferred += dl->transferred;
             report(progress, {"verifying sha256 digest"});

@@ -4,7 +4,8 @@
 // sha256, register the manifest as quarantined, run the quarantine check, and mark the model ready
 // — or failed, with the reason in the manifest and an incident record. Progress is reported in
 // Ollama's /api/pull vocabulary ("pulling manifest", "pulling <digest>", "verifying sha256
-// digest", "writing manifest", "success"). Any thread; pulls of different models may run at once.
+// digest", "writing manifest", "success"), plus "retrying" while a download rides out a dropped or
+// stalled connection, a 5xx or a 429 (the hub client's retries, hub_config::retry). Any thread; pulls of different models may run at once.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -19,9 +20,14 @@ namespace rc::models {
 
 struct pull_progress {
     std::string status;
-    std::string digest;  // "sha256:<hex>" while a part downloads
+    std::string digest{};  // "sha256:<hex>" while a part downloads
     uint64_t total = 0;
     uint64_t completed = 0;
+    // With status "retrying" (a part's download is about to try again, hub_client::download):
+    int attempt = 0;          // the attempt about to start
+    int max_attempts = 0;
+    uint64_t retry_in_ms = 0; // the wait before it
+    std::string reason{};     // why the last attempt failed
 };
 using pull_progress_fn = std::function<void(const pull_progress &)>;
 
@@ -37,8 +43,8 @@ struct pull_result {
 using checker_fn = std::function<result<quarantine_report>(const quarantine_input &)>;
 
 // Errors: invalid_argument (bad name, not a Hugging Face name, model refused by the quarantine —
-// the message carries the reason), not_found (repo, quantization), unavailable (network, cancelled:
-// the partial download is kept and the next pull resumes it), io.
+// the message carries the reason), not_found (repo, quantization), unavailable (network failures that
+// outlasted the retries, cancelled: the partial download is kept and the next pull resumes it), io.
 result<pull_result> pull_model(store::model_store & store, const hub::hub_client & hub, const std::string & name,
                                const pull_progress_fn & progress = {}, const std::atomic<bool> * cancel = nullptr,
                                const checker_fn & checker = check_model);

@@ -1,5 +1,6 @@
 // The model store through the official `ollama` npm client: pull from a (fake, local) Hugging Face
-// Hub, list, show, ps, copy, delete, create — against a real `rustycage serve`.
+// Hub (also one that refuses and cuts a download, which the pull retries), list, show, ps, copy,
+// delete, create — against a real `rustycage serve`.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -21,7 +22,7 @@ describe('ollama client: model store', { timeout: 600_000 }, () => {
 
   before(async () => {
     hub = await startFakeHub({ 'owner/tiny-GGUF': { 'tiny-chat-Q8_0.gguf': q8, 'tiny-chat-F16.gguf': path.join(modelsDir, 'tiny-chat.gguf') } });
-    server = await startServer({ models: {}, env: { HF_ENDPOINT: hub.url } });
+    server = await startServer({ models: {}, env: { HF_ENDPOINT: hub.url, RUSTYCAGE_PULL_RETRY_DELAY: '50ms' } });
     ollama = new Ollama({ host: server.ollamaURL });
   });
 
@@ -123,6 +124,29 @@ describe('ollama client: model store', { timeout: 600_000 }, () => {
       await hub.control({ reset: true });
     }
     assert.ok(!(await names(ollama)).includes('hf.co/owner/tiny-GGUF:F16'));
+  });
+
+  it('a pull the Hub refuses and cuts short still finishes: retries do not end the client\'s stream', async () => {
+    // One 503 with Retry-After, then a body cut after 1 MiB: two "retrying" lines, which must not
+    // look like errors to the client (it throws at any line with an "error" key).
+    await hub.control({ failStatus: 503, retryAfter: '1', failAfterBytes: 1 << 20 });
+    const retries = [];
+    let last;
+    try {
+      for await (const p of await ollama.pull({ model: 'hf.co/owner/tiny-GGUF:F16', stream: true })) {
+        if (p.status === 'retrying') retries.push(p);
+        last = p;
+      }
+    } finally {
+      await hub.control({ reset: true });
+    }
+    assert.equal(last.status, 'success');
+    assert.equal(retries.length, 2, JSON.stringify(retries));
+    assert.deepEqual(retries.map((r) => [r.attempt, r.max_attempts]), [[2, 8], [2, 8]]);
+    assert.equal(retries[0].reason, 'HTTP 503, Retry-After 1');
+    assert.equal(retries[0].retry_in_ms, 1000);
+    assert.match(retries[1].reason, /connection closed early/);
+    assert.ok((await names(ollama)).includes('hf.co/owner/tiny-GGUF:F16'));
   });
 
   it('unknown repos and bad names are clear errors', async () => {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
+#include <utility>
+#include <vector>
 
 using namespace rc::hub;
 
@@ -55,4 +58,55 @@ TEST(hub_config, rejects_a_token_with_control_characters_without_echoing_it) {
     EXPECT_EQ(cfg.err().code, rc::errc::invalid_argument);
     EXPECT_EQ(cfg.err().message.find("hf_se"), std::string::npos);
     EXPECT_EQ(cfg.err().message.find("cret"), std::string::npos);
+}
+
+TEST(hub_config, download_retries_default_to_eight_attempts_and_a_30s_stall_limit) {
+    auto cfg = config_from_env(env({}));
+    ASSERT_TRUE(cfg.ok());
+    EXPECT_EQ(cfg->retry.max_attempts, 8);
+    EXPECT_EQ(cfg->retry.base_delay, std::chrono::seconds(1));
+    EXPECT_EQ(cfg->retry.retry_after_cap, std::chrono::seconds(60));
+    EXPECT_EQ(cfg->stall_timeout, std::chrono::seconds(30));
+}
+
+TEST(hub_config, reads_the_pull_settings_from_the_environment) {
+    auto cfg = config_from_env(env({{"RUSTYCAGE_PULL_RETRIES", "3"}, {"RUSTYCAGE_PULL_RETRY_DELAY", "250ms"},
+                                    {"RUSTYCAGE_PULL_STALL_TIMEOUT", "1.5s"}}));
+    ASSERT_TRUE(cfg.ok()) << cfg.err().message;
+    EXPECT_EQ(cfg->retry.max_attempts, 4);
+    EXPECT_EQ(cfg->retry.base_delay, std::chrono::milliseconds(250));
+    EXPECT_EQ(cfg->stall_timeout, std::chrono::milliseconds(1500));
+
+    auto off = config_from_env(env({{"RUSTYCAGE_PULL_RETRIES", "0"}, {"RUSTYCAGE_PULL_RETRY_DELAY", "2"}, {"RUSTYCAGE_PULL_STALL_TIMEOUT", "0"}}));
+    ASSERT_TRUE(off.ok()) << off.err().message;
+    EXPECT_EQ(off->retry.max_attempts, 1);
+    EXPECT_EQ(off->retry.base_delay, std::chrono::seconds(2));  // a bare number is seconds
+    EXPECT_EQ(off->stall_timeout.count(), 0);
+
+    hub_config c;
+    ASSERT_TRUE(set_stall_timeout(c, "2m", "--stall-timeout").ok());
+    EXPECT_EQ(c.stall_timeout, std::chrono::minutes(2));
+}
+
+TEST(hub_config, refuses_bad_pull_settings_naming_them) {
+    for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{{"RUSTYCAGE_PULL_RETRIES", "-1"},
+                                                                                {"RUSTYCAGE_PULL_RETRIES", "many"},
+                                                                                {"RUSTYCAGE_PULL_RETRIES", "1001"},
+                                                                                {"RUSTYCAGE_PULL_RETRIES", "2.5"},
+                                                                                {"RUSTYCAGE_PULL_RETRY_DELAY", "soon"},
+                                                                                {"RUSTYCAGE_PULL_RETRY_DELAY", "11m"},
+                                                                                {"RUSTYCAGE_PULL_RETRY_DELAY", "1.2.3s"},
+                                                                                {"RUSTYCAGE_PULL_STALL_TIMEOUT", "500ms"},
+                                                                                {"RUSTYCAGE_PULL_STALL_TIMEOUT", "2h"},
+                                                                                {"RUSTYCAGE_PULL_STALL_TIMEOUT", "5x"}}) {
+        auto cfg = config_from_env(env({{name, value}}));
+        ASSERT_FALSE(cfg.ok()) << name << "=" << value;
+        EXPECT_EQ(cfg.err().code, rc::errc::invalid_argument);
+        EXPECT_NE(cfg.err().message.find(name), std::string::npos) << cfg.err().message;
+        EXPECT_NE(cfg.err().message.find("'" + value + "'"), std::string::npos) << cfg.err().message;
+    }
+    hub_config c;
+    auto st = set_retries(c, "x", "--retries");
+    ASSERT_FALSE(st.ok());
+    EXPECT_TRUE(st.err().message.starts_with("--retries must be")) << st.err().message;
 }

@@ -28,6 +28,13 @@ class hub_download_test : public rc::test::hub_server_test {
     const rc::test::fixture_file & q4 = fixture(tiny, "Tiny-Q4_K_M.gguf");
     fs::path partial() const { return scratch() / "download.partial"; }
 
+    // A client that does not retry by itself: the resume tests below are about the next call.
+    hub_client one_shot_client() const {
+        hub_config cfg = config();
+        cfg.retry.max_attempts = 1;
+        return hub_client(cfg);
+    }
+
     nlohmann::json requests() { return server().stats()["requests"]; }
     uint64_t bytes_served() { return server().stats()["bytesServed"].get<uint64_t>(); }
 };
@@ -62,7 +69,7 @@ TEST_F(hub_download_test, full_download_verifies_sha256) {
 TEST_F(hub_download_test, resumes_after_a_cut_without_downloading_twice) {
     const uint64_t cut = 1u << 20;
     server().control({{"failAfterBytes", cut}});
-    auto first = client().download(tiny, "main", listed(q4), partial());
+    auto first = one_shot_client().download(tiny, "main", listed(q4), partial());
     ASSERT_FALSE(first.ok());
     EXPECT_EQ(first.err().code, errc::unavailable);
     EXPECT_TRUE(contains(first.err().message, "resume")) << first.err().message;
@@ -85,7 +92,7 @@ TEST_F(hub_download_test, resumes_after_a_cut_without_downloading_twice) {
 
 TEST_F(hub_download_test, server_ignoring_the_range_restarts_from_zero) {
     server().control({{"failAfterBytes", 700000}});
-    ASSERT_FALSE(client().download(tiny, "main", listed(q4), partial()).ok());
+    ASSERT_FALSE(one_shot_client().download(tiny, "main", listed(q4), partial()).ok());
     server().control({{"ignoreRange", true}});
     server().reset_stats();
 
@@ -238,7 +245,7 @@ TEST_F(hub_download_test, token_is_not_forwarded_to_the_cdn) {
 TEST_F(hub_download_test, resume_through_the_cdn_redirect_keeps_the_range) {
     const uint64_t cut = 1000000;
     server().control({{"redirectLfs", true}, {"failAfterBytes", cut}});
-    ASSERT_FALSE(client().download(tiny, "main", listed(q4), partial()).ok());
+    ASSERT_FALSE(one_shot_client().download(tiny, "main", listed(q4), partial()).ok());
     auto r = client().download(tiny, "main", listed(q4), partial());
     ASSERT_TRUE(r.ok()) << r.err().message;
     EXPECT_EQ(r->resumed_from, cut);

@@ -72,11 +72,13 @@ void hub_server_test::SetUp() {
     server_->reset_stats();
 }
 
-hub::hub_client hub_server_test::client(const std::string & token) const {
+hub::hub_config hub_server_test::config(const std::string & token) const {
     hub::hub_config cfg;
     cfg.endpoint = server_->endpoint();
     cfg.token = token;
-    return hub::hub_client(cfg);
+    return cfg;
 }
+
+hub::hub_client hub_server_test::client(const std::string & token) const { return hub::hub_client(config(token)); }
 
 }  // namespace rc::test

@@ -32,6 +32,8 @@ class hub_server_test : public ::testing::Test {
     void SetUp() override;
 
     static fake_hub & server() { return *server_; }
+    // The configuration of client(): the fake Hub's endpoint, `token`, defaults otherwise.
+    hub::hub_config config(const std::string & token = "") const;
     hub::hub_client client(const std::string & token = "") const;
     const std::filesystem::path & scratch() const { return scratch_.path(); }
 

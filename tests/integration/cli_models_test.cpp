@@ -167,7 +167,7 @@ TEST_F(cli_models, interrupted_pull_resumes_with_a_range_request) {
     REQUIRE_HUB();
     const uint64_t size = fs::file_size(model_file("tiny-chat-q8"));
     hub()->control({{"failAfterBytes", 8 << 20}});
-    auto first = run({"pull", k_q8_name});
+    auto first = run({"pull", k_q8_name, "--retries", "0"});  // a pull that retries by itself: pull_retry_test
     EXPECT_NE(first.code, 0);
     EXPECT_TRUE(contains(first.err, "resume")) << first.err;
     EXPECT_EQ(find_entry(list_json(), k_q8_name), nullptr);

@@ -1,7 +1,8 @@
-// The model-store routes: POST /api/pull (Hugging Face, streamed progress), POST /api/create (from
-// uploaded blobs or an existing model, with template/system/parameters), POST /api/copy,
-// DELETE /api/delete, HEAD/POST /api/blobs/:digest. Pulled and created models pass the quarantine
-// check before they are listed as servable (src/models/model_puller.h).
+// The model-store routes: POST /api/pull (Hugging Face, streamed progress, "retrying" lines while a
+// download rides out a flaky link, tuned by RUSTYCAGE_PULL_* in the server's environment), POST
+// /api/create (from uploaded blobs or an existing model, with template/system/parameters), POST
+// /api/copy, DELETE /api/delete, HEAD/POST /api/blobs/:digest. Pulled and created models pass the
+// quarantine check before they are listed as servable (src/models/model_puller.h).
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -46,12 +47,22 @@ busy_names & in_progress() {
     return b;
 }
 
+// A retry is reported as {"status":"retrying","digest":…,"attempt":2,"max_attempts":8,
+// "retry_in_ms":1400,"reason":"connection reset: …"}. The reason is deliberately not under "error":
+// Ollama's clients (ollama-js, ollama-python) end a pull at the first line that has an "error" key,
+// and a retry is not the end of one.
 json progress_json(const models::pull_progress & p) {
     json j = {{"status", p.status}};
     if (!p.digest.empty()) j["digest"] = p.digest;
     if (p.total > 0) {
         j["total"] = p.total;
         j["completed"] = p.completed;
+    }
+    if (p.attempt > 0) {
+        j["attempt"] = p.attempt;
+        j["max_attempts"] = p.max_attempts;
+        j["retry_in_ms"] = p.retry_in_ms;
+        j["reason"] = p.reason;
     }
     return j;
 }
