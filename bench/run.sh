@@ -397,6 +397,8 @@ if has_group mixed; then
     # No warm-up: the chunking must hold from the first long prompt a server ever sees.
     variant="streams=$mixed_streams,long=${mixed_long}x$mixed_long_tokens,fresh"
     for r in $(seq 0 $((reps - 1))); do
+        # Fresh means nothing remembered either: the step cost model is learned from this run's steps.
+        rm -rf "$work/models/.state"
         start_rustycage rustycage "$mixed_ctx" "$mixed_parallel"
         start_llama llama-server "$mixed_ctx" "$mixed_parallel"
         [ "$r" = 0 ] && note_servers mixed rustycage llama-server

@@ -97,6 +97,7 @@ struct engine::impl {
     std::unique_ptr<step_cost_cache> cost_cache;
     step_cost_key cost_key;
     std::optional<step_cost_entry> cost_stored;       // what the file holds for this key, as last read or written
+    steady::time_point cost_stored_at{};              // when this engine last wrote it
     uint64_t next_order = 1;                          // admission and use counters (LRU, youngest)
     std::function<void()> wake;                       // wakes the engine thread (I/O completions)
 
@@ -130,6 +131,7 @@ struct engine::impl {
 
     // The step cost model (engine_step_cost.cpp): from the cache at start, learned from the steps,
     // stored once it stands on enough of them and differs from what the file holds.
+    void warm_up();
     void start_step_cost();
     void observe_step(int n_tokens, double ms);
     void measure_cell_bytes();

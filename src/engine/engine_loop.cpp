@@ -39,7 +39,10 @@ void engine::run(std::promise<void> & started) {
         rc::log::warn("engine", "compute_priority_unchanged", {{"nice", im.opts.compute_nice}, {"error", std::strerror(errno)}});
     // Here, not on the thread that started the engine: graphs run on engine threads only
     // (llama/compute_thread.h).
-    if (im.planner) im.start_step_cost();
+    if (im.planner) {
+        im.warm_up();
+        im.start_step_cost();
+    }
     started.set_value();
     bool progressed = false;
     for (;;) {

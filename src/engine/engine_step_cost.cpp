@@ -1,4 +1,4 @@
-// The step cost model across loads (issue 34): no timed decodes at load. A remembered model is used
+// The step cost model across loads (issue 34): no timed decodes at load (one untimed warm-up). A remembered model is used
 // from the first step; without one the model is learned from the first real steps while chunks stay
 // one aligned chunk small (scheduler.h). Once it stands on enough steps and differs from what the
 // file holds (nothing, or another machine's numbers under a key that still matched), it is stored.
@@ -15,6 +15,22 @@ namespace {
 bool differs(double stored, double now, double floor) { return std::abs(stored - now) > std::max(floor, 0.25 * std::max(stored, now)); }
 
 }  // namespace
+
+void engine::impl::warm_up() {
+    // One untimed decode of one token in the scratch sequence, as llama-server does at load: the
+    // first graph's allocations and the first touch of every weight page are paid here, inside the
+    // load (before a preloading server says ready), not by the first request.
+    const llama_seq_id scratch = bridge ? bridge->scratch() : -1;
+    if (scratch < 0) return;
+    batch->clear();
+    batch->add(model->valid_token(1) ? 1 : 0, 0, scratch, true);
+    const auto t0 = steady::now();
+    const int ret = llama_decode(ctx, batch->get());
+    llama_memory_seq_rm(mem, scratch, -1, -1);
+    batch->clear();
+    if (ret != 0) rc::log::warn("engine", "warm_up_failed", {{"ret", ret}});
+    else rc::log::debug("engine", "warmed_up", {{"ms", ms_between(t0, steady::now())}});
+}
 
 void engine::impl::start_step_cost() {
     if (cost_cache) {
@@ -39,10 +55,11 @@ void engine::impl::observe_step(int n_tokens, double ms) {
     steps.cost_per_token_ms.store(step_cost.per_token_ms());
     if (!was_calibrated && step_cost.calibrated())
         rc::log::info("engine", "step_cost_learned", {{"fixed_ms", step_cost.fixed_ms()}, {"per_token_ms", step_cost.per_token_ms()}, {"tokens", n_tokens}});
-    if (!cost_cache || !step_cost.settled()) return;
+    if (!cost_cache || !step_cost.settled() || !step_cost.consistent()) return;
     const bool changed = !cost_stored || differs(cost_stored->per_token_ms, step_cost.per_token_ms(), 0.01) ||
                          differs(cost_stored->fixed_ms, step_cost.fixed_ms(), 2.0) || (cost_stored->cell_bytes == 0 && cell_bytes > 0);
-    if (!changed) return;
+    // A busy machine moves the model back and forth: the file follows at most twice a minute.
+    if (!changed || (cost_stored_at != steady::time_point{} && steady::now() - cost_stored_at < std::chrono::seconds(30))) return;
     if (cost_stored)
         rc::log::info("engine", "step_cost_replaced", {{"stored_fixed_ms", cost_stored->fixed_ms}, {"stored_per_token_ms", cost_stored->per_token_ms},
                                                        {"fixed_ms", step_cost.fixed_ms()}, {"per_token_ms", step_cost.per_token_ms()}});
@@ -50,6 +67,7 @@ void engine::impl::observe_step(int n_tokens, double ms) {
     // A few hundred bytes, no fsync: a lost write only means learning again next load.
     auto st = cost_cache->store(cost_key, e);
     cost_stored = e;  // stored or not, not tried again on every step
+    cost_stored_at = steady::now();
     if (!st) rc::log::warn("engine", "step_cost_not_stored", {{"error", st.err().message}});
 }
 

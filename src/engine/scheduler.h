@@ -46,6 +46,8 @@ class step_cost_model {
     // (a server of long prompts on one slot sees few of those): the model stands on this machine's
     // own steps.
     bool settled() const { return small_steps_ >= 4 && large_steps_ >= 1; }
+    // The last steps agree with the model (no surprise pending): worth remembering as it is.
+    bool consistent() const { return small_surprises_ == 0 && large_surprises_ == 0; }
     double fixed_ms() const { return fixed_ms_; }
     double per_token_ms() const { return per_token_ms_; }
     double predict_ms(int n_tokens) const { return fixed_ms_ + per_token_ms_ * n_tokens; }

@@ -125,8 +125,11 @@ TEST(step_cost_model, a_stale_remembered_model_is_replaced_after_three_surprises
     m.observe(64, 90.0 + 64 * 13.0);
     m.observe(64, 90.0 + 64 * 13.0);
     EXPECT_GT(m.per_token_ms(), 13.0 * 10) << "two surprises are averaged in";
+    EXPECT_FALSE(m.consistent()) << "not worth storing while steps contradict it";
     m.observe(64, 90.0 + 64 * 13.0);
     EXPECT_NEAR(m.per_token_ms(), 13.0, 1e-9) << "the third replaces it";
+    m.observe(64, 90.0 + 64 * 13.0);
+    EXPECT_TRUE(m.consistent()) << "a step that agrees ends the streak";
     m.set(9000.0, 13.0);  // a fixed cost far too high
     for (int i = 0; i < 3; ++i) m.observe(1, 90.0 + 13.0);
     EXPECT_NEAR(m.fixed_ms(), 90.0, 1e-9);

@@ -476,6 +476,11 @@ TEST_F(cli_models, ps_without_a_server_says_so) {
 TEST_F(cli_models, ps_lists_what_a_running_server_has_loaded) {
     rc::test::server_process server({{"demo", model_file("tiny-chat")}}, {"--preload", "demo"});
     ASSERT_TRUE(server.started());
+    httplib::Client health("127.0.0.1", server.openai_port());  // preloads are in once it is ready
+    ASSERT_TRUE(rc::test::poll_until([&] {
+        auto res = health.Get("/v1/health/ready");
+        return res && res->status == 200;
+    }));
     const std::string host = "http://127.0.0.1:" + std::to_string(server.ollama_port());
     auto r = run({"ps", "--host", host});
     ASSERT_EQ(r.code, 0) << r.err;

@@ -192,6 +192,13 @@ export async function startServer({ models = DEFAULT_MODELS, args = [], env: ext
   } finally {
     clearTimeout(timer);
   }
+  // Preloads load after the ports open; the server says ready once they are in.
+  if (args.includes('--preload')) {
+    await waitFor(async () => (await fetch(`${server.openaiURL}/v1/health/ready`)).status === 200, {
+      timeoutMs: startTimeoutMs,
+      describe: () => server.logTail(),
+    });
+  }
   return server;
 }
 
