@@ -92,7 +92,7 @@ struct engine::impl {
     bool whole_snapshots = false;
     step_cost_model step_cost;                        // sizes the prefill chunk while streams decode
     int chunk_align = 16;
-    size_t cell_bytes = 0;  // serialised KV per cell: remembered, else measured on the first long sequence (0: unknown)
+    size_t cell_bytes = 0;  // serialised KV per cell: remembered, else measured by the warm-up (0: unknown)
     // The step cost remembered across loads (engine_step_cost.cpp): null without a file.
     std::unique_ptr<step_cost_cache> cost_cache;
     step_cost_key cost_key;
@@ -130,11 +130,11 @@ struct engine::impl {
     void publish_gauges();
 
     // The step cost model (engine_step_cost.cpp): from the cache at start, learned from the steps,
-    // stored once it stands on enough of them and differs from what the file holds.
+    // stored once it stands on enough of them and differs from what the file holds; and the
+    // untimed warm-up decode at load.
     void warm_up();
     void start_step_cost();
     void observe_step(int n_tokens, double ms);
-    void measure_cell_bytes();
 
     // Admission (engine_admit.cpp).
     std::unique_ptr<sequence> make_sequence(pending_request && p);

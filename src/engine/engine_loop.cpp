@@ -40,8 +40,8 @@ void engine::run(std::promise<void> & started) {
     // Here, not on the thread that started the engine: graphs run on engine threads only
     // (llama/compute_thread.h).
     if (im.planner) {
+        im.start_step_cost();  // first: a remembered cell size spares the warm-up's measurement
         im.warm_up();
-        im.start_step_cost();
     }
     started.set_value();
     bool progressed = false;
@@ -199,7 +199,6 @@ bool engine::impl::decode_generate() {
     }
     if (rc::log::current_level() == rc::log::level::debug)  // not the fields' formatting on every step otherwise
         rc::log::debug("engine", "step", {{"tokens", batch->size()}, {"prefill", prefill_tokens}, {"ms", ms}});
-    if (cell_bytes == 0) measure_cell_bytes();
     observe_step(batch->size(), ms);
     steps.seconds.observe(ms / 1000.0);
     steps.tokens.observe(batch->size());

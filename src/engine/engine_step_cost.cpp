@@ -2,6 +2,7 @@
 // from the first step; without one the model is learned from the first real steps while chunks stay
 // one aligned chunk small (scheduler.h). Once it stands on enough steps and differs from what the
 // file holds (nothing, or another machine's numbers under a key that still matched), it is stored.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/engine_impl.h"
@@ -17,19 +18,23 @@ bool differs(double stored, double now, double floor) { return std::abs(stored -
 }  // namespace
 
 void engine::impl::warm_up() {
-    // One untimed decode of one token in the scratch sequence, as llama-server does at load: the
-    // first graph's allocations and the first touch of every weight page are paid here, inside the
-    // load (before a preloading server says ready), not by the first request.
+    // One untimed decode of a few tokens in the scratch sequence, as llama-server warms up at load:
+    // the first graph's allocations and the first touch of every weight page are paid here, inside
+    // the load (before a preloading server says ready), not by the first request. The same decode
+    // measures the serialised KV of one cell, which tells whether host RAM can keep a conversation.
     const llama_seq_id scratch = bridge ? bridge->scratch() : -1;
     if (scratch < 0) return;
+    const int k = std::clamp(std::min(batch->capacity(), n_ctx / 2), 1, 16);
+    const llama_token tok = model->valid_token(1) ? 1 : 0;
     batch->clear();
-    batch->add(model->valid_token(1) ? 1 : 0, 0, scratch, true);
+    for (int i = 0; i < k; ++i) batch->add(tok, i, scratch, i == k - 1);
     const auto t0 = steady::now();
     const int ret = llama_decode(ctx, batch->get());
+    if (ret == 0 && cell_bytes == 0) cell_bytes = llama_state_seq_get_size(ctx, scratch) / static_cast<size_t>(k);
     llama_memory_seq_rm(mem, scratch, -1, -1);
     batch->clear();
     if (ret != 0) rc::log::warn("engine", "warm_up_failed", {{"ret", ret}});
-    else rc::log::debug("engine", "warmed_up", {{"ms", ms_between(t0, steady::now())}});
+    else rc::log::debug("engine", "warmed_up", {{"ms", ms_between(t0, steady::now())}, {"tokens", k}});
 }
 
 void engine::impl::start_step_cost() {
@@ -69,14 +74,6 @@ void engine::impl::observe_step(int n_tokens, double ms) {
     cost_stored = e;  // stored or not, not tried again on every step
     cost_stored_at = steady::now();
     if (!st) rc::log::warn("engine", "step_cost_not_stored", {{"error", st.err().message}});
-}
-
-void engine::impl::measure_cell_bytes() {
-    for (const auto & s : active) {
-        if (s->id < 0 || s->n_past < 64) continue;
-        cell_bytes = llama_state_seq_get_size(ctx, s->id) / static_cast<size_t>(s->n_past);
-        return;
-    }
 }
 
 }  // namespace rc::engine
