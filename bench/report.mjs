@@ -301,6 +301,7 @@ function benchmarksPage() {
   }
   out.push(inc('BENCHMARKS.notes.md'), '');
   out.push(inc('BENCHMARKS.gateway.md'), '');
+  out.push(inc('BENCHMARKS.issues.md'), '');
   out.push(inc('BENCHMARKS.gpu.md'), '');
   for (const b of gpuDirs) {
     const g = JSON.parse(fs.readFileSync(path.join(root, `docs/bench/${b}/results.json`), 'utf8'));
