@@ -2,7 +2,6 @@
 
 #include <unicode.h>
 
-#include <random>
 
 #include "engine/chat_format.h"
 #include "llama/template_budget.h"
@@ -73,7 +72,7 @@ output_delta chat_output_parser::finish() {
 }
 
 output_delta chat_output_parser::advance(common_chat_msg next, bool final) {
-    next.set_tool_call_ids(tool_ids_, new_tool_call_id);
+    next.set_tool_call_ids(tool_ids_, [this] { return engine::new_tool_call_id(ids_); });
     output_delta d;
     d.content = extension(next.content, sent_content_);
     d.reasoning = extension(next.reasoning_content, sent_reasoning_);
@@ -91,14 +90,6 @@ output_delta chat_output_parser::advance(common_chat_msg next, bool final) {
     }
     msg_ = std::move(next);
     return d;
-}
-
-std::string new_tool_call_id() {
-    static thread_local std::mt19937_64 rng{std::random_device{}()};
-    static constexpr char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    std::string id = "call_";
-    for (int i = 0; i < 24; ++i) id += chars[rng() % 62];
-    return id;
 }
 
 namespace {

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/tool_call_ids.h"
 #include "llama/model.h"
 
 namespace rc::api {
@@ -43,7 +44,8 @@ struct output_delta {
 
 class chat_output_parser {
   public:
-    explicit chat_output_parser(std::optional<common_chat_parser_params> parser) : parser_(std::move(parser)) {}
+    explicit chat_output_parser(std::optional<common_chat_parser_params> parser, engine::tool_id_style ids = engine::tool_id_style::any)
+        : parser_(std::move(parser)), ids_(ids) {}
 
     // Streaming: the next piece of output; returns what became visible.
     output_delta feed(std::string_view piece);
@@ -59,6 +61,7 @@ class chat_output_parser {
     output_delta advance(common_chat_msg next, bool final);
 
     std::optional<common_chat_parser_params> parser_;
+    engine::tool_id_style ids_;  // the form of the ids generated calls get (the template's)
     std::string text_;     // everything generated so far, as valid UTF-8
     std::string pending_;  // the start of a UTF-8 sequence cut at the end of the last piece
     common_chat_msg msg_;
@@ -68,8 +71,6 @@ class chat_output_parser {
     std::vector<std::string> sent_arguments_;  // per announced call
 };
 
-// A tool call id as both dialects send it: "call_" and 24 random letters and digits.
-std::string new_tool_call_id();
 
 // Whether a chat template renders a thinking section: it takes enable_thinking, or it knows
 // <think> / reasoning_content (templates that always reason).

@@ -85,6 +85,7 @@ void generation_session::prepare(const models::model_entry & model, generation_i
         grammar_ = std::move(r.chat->grammar);
         template_stops_ = std::move(r.chat->additional_stops);
         parser_ = std::move(r.chat->parser);
+        tool_ids_ = r.chat->tool_ids;
     } else if (!in.output_schema.empty()) {
         auto c = engine::schema_constraint(in.output_schema);
         if (!c) raise(c.err(), in.schema_field);
@@ -164,7 +165,7 @@ void generation_session::submit(generation_input & in) {
             if (r.sampling.seed && i > 0) r.sampling.seed = *r.sampling.seed + static_cast<uint32_t>(i);
             auto ch = eng.submit(std::move(r));
             if (!ch) raise(ch.err(), ch.err().code == errc::context_overflow ? in.prompt_field : std::string());
-            choices_.push_back({ch.value(), chat_output_parser(parser_), p, false});
+            choices_.push_back({ch.value(), chat_output_parser(parser_, tool_ids_), p, false});
         }
     }
     open_ = choices_.size();

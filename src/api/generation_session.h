@@ -146,6 +146,7 @@ class generation_session {
     std::chrono::nanoseconds load_time_{0};
     bool stream_ = false;
     std::optional<common_chat_parser_params> parser_;  // chat: the template's output parser
+    engine::tool_id_style tool_ids_ = engine::tool_id_style::any;  // and the form of its tool-call ids
     engine::constraint grammar_;
     std::vector<std::string> template_stops_;
     std::vector<std::vector<llama_token>> prompts_;

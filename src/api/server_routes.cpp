@@ -4,6 +4,7 @@
 #include "api/chat_messages.h"
 #include "api/generation_session.h"
 #include "api/json_fields.h"
+#include "api/reasoning_controls.h"
 #include "engine/chat_format.h"
 #include "util/utf8.h"
 
@@ -108,6 +109,7 @@ std::string render_messages(const json & body, const engine::engine & eng, bool 
     check_prompt_text(eng, chat_text_bytes(in.messages), "messages");
     if (auto tools = body.find("tools"); tools != body.end()) in.tools = read_chat_tools(*tools);
     in.add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(generation_prompt_default);
+    read_reasoning_controls(body, in);
     in.cancelled = std::move(client_gone);
     auto rendered = engine::render_chat(eng.model(), in);
     if (!rendered) raise(rendered.err(), "messages");

@@ -45,7 +45,9 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
     }
 
     common_chat_templates_inputs inputs;
+    const tool_id_style ids = tool_id_style_of(common_chat_templates_source(m.templates()));
     inputs.messages = in.messages;
+    fill_tool_call_ids(inputs.messages, ids);
     inputs.tools = in.tools;
     inputs.tool_choice = in.tool_choice;
     inputs.parallel_tool_calls = in.parallel_tool_calls;
@@ -54,9 +56,11 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
     inputs.use_jinja = true;
     inputs.add_generation_prompt = in.add_generation_prompt;
     inputs.enable_thinking = in.enable_thinking;
-    inputs.reasoning_format = COMMON_REASONING_FORMAT_AUTO;
+    inputs.chat_template_kwargs = in.template_kwargs;
+    inputs.reasoning_format = in.reasoning_format;
 
     chat_prompt out;
+    out.tool_ids = ids;
     common_chat_params params;
     auto rendered = llama::run_template("chat template", [&] { params = common_chat_templates_apply(m.templates(), inputs); }, in.cancelled);
     if (!rendered) return rendered.err();
@@ -86,7 +90,7 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
     g.generation_prompt = params.generation_prompt;
 
     out.parser = common_chat_parser_params(params);
-    out.parser.reasoning_format = COMMON_REASONING_FORMAT_AUTO;
+    out.parser.reasoning_format = in.reasoning_format;
     out.parser.parse_tool_calls = !in.tools.empty() && in.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE;
     if (!params.parser.empty()) {
         try {

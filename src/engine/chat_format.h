@@ -6,10 +6,12 @@
 #include <chat.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "engine/constraint.h"
+#include "engine/tool_call_ids.h"
 #include "llama/model.h"
 #include "util/result.h"
 
@@ -23,6 +25,10 @@ struct chat_input {
     std::string json_schema;        // JSON text of a schema the output must satisfy; empty: none
     std::string grammar;            // user GBNF; empty: none (exclusive with tools and json_schema)
     bool enable_thinking = true;
+    // Variables for the template, each as JSON text (llama-server's chat_template_kwargs, and
+    // reasoning_effort); and how generated reasoning is split from the reply.
+    std::map<std::string, std::string> template_kwargs;
+    common_reasoning_format reasoning_format = COMMON_REASONING_FORMAT_AUTO;
     bool add_generation_prompt = true;
     std::function<bool()> cancelled;  // true once the client left: the render stops (may be empty)
 };
@@ -32,6 +38,7 @@ struct chat_prompt {
     constraint grammar;
     std::vector<std::string> additional_stops;  // from the template (e.g. end-of-turn strings)
     common_chat_parser_params parser;           // for parse_chat_output
+    tool_id_style tool_ids = tool_id_style::any;  // the ids this template accepts (for generated calls)
 };
 
 // Errors: invalid_argument when the template rejects the messages/tools, exceeds its budget

@@ -35,7 +35,46 @@ std::string prompt_for(const fleet_incident & i) {
     }
     return "Incident on host " + i.host + "\nkind: " + i.kind + "\nerror: " + i.reason.substr(0, 500) + "\nmodel: " + i.model +
            "\nversions: " + i.versions.dump() + "\nlog tail:\n" + tail +
-           "\nAnswer with a JSON object: title, severity (critical|high|medium|low), component, summary, suggested_action.";
+           "\nAnswer with a JSON object: severity (critical|high|medium|low), component, summary, suggested_action.";
+}
+
+struct rule {
+    const char * kind;
+    const char * severity;
+    const char * component;
+    const char * title;
+    const char * action;
+};
+const rule rules[] = {
+    {"crash_loop", "critical", "server", "Server crash loop", "Read the log tail; the server exits before it is ready. Check its flags, models and memory."},
+    {"server_crash", "high", "server", "Server crashed", "Read the log tail and the exit status; reproduce with the same version and model."},
+    {"quarantine_failed", "medium", "models", "Model failed its quarantine check", "Do not serve this model; re-download it or check the file's weights."},
+    {"model_load_failed", "high", "models", "Model failed to load", "Check the model file, the memory budget and the backend on this host."},
+    {"out_of_memory", "high", "hardware", "Out of memory", "Lower --memory-budget or --ctx-size, or move the model to a larger device."},
+    {"smoke_test_failed", "high", "engine", "Smoke test failed", "The server answered a minimal request wrongly; compare with another host on the same version."},
+    {"kv_corrupt_blocks", "medium", "kv", "Corrupt KV blocks on disk", "Check the disk under --kv-disk-dir; corrupt blocks are dropped, never served."},
+    {"http_5xx_burst", "high", "api", "Burst of 5xx responses", "Look at the failing routes and the log tail around the burst."},
+};
+
+const rule * rule_for(const std::string & kind) {
+    for (const auto & r : rules)
+        if (kind == r.kind) return &r;
+    return nullptr;
+}
+
+// A model's text for the issue body: one line, printable (bidirectional and zero-width controls,
+// which can disguise text, are dropped too), capped.
+std::string model_text(const std::string & text, size_t max) {
+    std::string kept;
+    for (size_t i = 0; i < text.size(); ++i) {
+        // U+200B-U+200F, U+202A-U+202E, U+2060-U+2069, U+FEFF: E2 80 8B-8F, E2 80 AA-AE, E2 81 A0-A9, EF BB BF.
+        const auto at = [&](size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+        if (at(0) == 0xE2 && at(1) == 0x80 && ((at(2) >= 0x8B && at(2) <= 0x8F) || (at(2) >= 0xAA && at(2) <= 0xAE))) { i += 2; continue; }
+        if (at(0) == 0xE2 && at(1) == 0x81 && at(2) >= 0xA0 && at(2) <= 0xA9) { i += 2; continue; }
+        if (at(0) == 0xEF && at(1) == 0xBB && at(2) == 0xBF) { i += 2; continue; }
+        kept += text[i];
+    }
+    return sanitize_text(kept, max);
 }
 
 }  // namespace
@@ -65,12 +104,11 @@ std::string sanitize_text(const std::string & text, size_t max) {
 json triage_schema() {
     return {{"type", "object"},
             {"properties",
-             {{"title", {{"type", "string"}, {"minLength", 1}, {"maxLength", 72}}},
-              {"severity", {{"type", "string"}, {"enum", severities()}}},
+             {{"severity", {{"type", "string"}, {"enum", severities()}}},
               {"component", {{"type", "string"}, {"enum", components()}}},
               {"summary", {{"type", "string"}, {"minLength", 1}, {"maxLength", 240}}},
               {"suggested_action", {{"type", "string"}, {"minLength", 1}, {"maxLength", 160}}}}},
-            {"required", {"title", "severity", "component", "summary", "suggested_action"}},
+            {"required", {"severity", "component", "summary", "suggested_action"}},
             {"additionalProperties", false}};
 }
 
@@ -79,35 +117,16 @@ triage_result rule_triage(const fleet_incident & i, std::string why) {
     t.source = "rules";
     t.note = std::move(why);
     const std::string model = i.model.empty() ? "" : " (" + i.model + ")";
-    const std::string reason = sanitize_text(i.reason, 80);
-    struct rule {
-        const char * kind;
-        const char * severity;
-        const char * component;
-        const char * title;
-        const char * action;
-    };
-    static const rule rules[] = {
-        {"crash_loop", "critical", "server", "Server crash loop", "Read the log tail; the server exits before it is ready. Check its flags, models and memory."},
-        {"server_crash", "high", "server", "Server crashed", "Read the log tail and the exit status; reproduce with the same version and model."},
-        {"quarantine_failed", "medium", "models", "Model failed its quarantine check", "Do not serve this model; re-download it or check the file's weights."},
-        {"model_load_failed", "high", "models", "Model failed to load", "Check the model file, the memory budget and the backend on this host."},
-        {"out_of_memory", "high", "hardware", "Out of memory", "Lower --memory-budget or --ctx-size, or move the model to a larger device."},
-        {"smoke_test_failed", "high", "engine", "Smoke test failed", "The server answered a minimal request wrongly; compare with another host on the same version."},
-        {"kv_corrupt_blocks", "medium", "kv", "Corrupt KV blocks on disk", "Check the disk under --kv-disk-dir; corrupt blocks are dropped, never served."},
-        {"http_5xx_burst", "high", "api", "Burst of 5xx responses", "Look at the failing routes and the log tail around the burst."},
-    };
+    const std::string reason = sanitize_text(i.reason.substr(0, i.reason.find('\n')), 80);  // the first error line
     t.severity = "medium";
     t.component = "unknown";
     t.title = i.kind;
     t.suggested_action = "Look at the evidence in this issue.";
-    for (const auto & r : rules) {
-        if (i.kind == r.kind) {
-            t.severity = r.severity;
-            t.component = r.component;
-            t.title = r.title;
-            t.suggested_action = r.action;
-        }
+    if (const rule * r = rule_for(i.kind)) {
+        t.severity = r->severity;
+        t.component = r->component;
+        t.title = r->title;
+        t.suggested_action = r->action;
     }
     t.title = sanitize_text(t.title + model + " on " + i.host + (reason.empty() ? "" : ": " + reason), 120);
     t.summary = sanitize_text(i.kind + " on host " + i.host + " at " + i.time + model + ": " + i.reason, 400);
@@ -142,20 +161,26 @@ result<triage_result> model_triage(const fleet_incident & inc, const std::string
     }
     auto a = json::parse(content, nullptr, false);
     if (!a.is_object()) return make_error(errc::invalid_argument, "the triage model's answer is not a JSON object");
-    for (const char * k : {"title", "severity", "component", "summary", "suggested_action"})
+    for (const char * k : {"severity", "component", "summary", "suggested_action"})
         if (!a.contains(k) || !a[k].is_string()) return make_error(errc::invalid_argument, std::string("the triage model's answer lacks ") + k);
-    triage_result t;
+    const std::string severity = a["severity"].get<std::string>(), component = a["component"].get<std::string>();
+    if (!one_of(severity, severities()) || !one_of(component, components()))
+        return make_error(errc::invalid_argument, "the triage model's severity or component is not one of the allowed values");
+    // The title and a known kind's classification are the rules': a model (one with random weights,
+    // or a small one having a bad day) only adds its reading to the body, and only guesses the
+    // classification of a kind no rule knows.
+    triage_result t = rule_triage(inc, "");
     t.source = "model";
     t.model = model;
     t.host = host;
-    t.title = sanitize_text(a["title"].get<std::string>(), 120);
-    t.severity = a["severity"].get<std::string>();
-    t.component = a["component"].get<std::string>();
-    t.summary = sanitize_text(a["summary"].get<std::string>(), 400);
-    t.suggested_action = sanitize_text(a["suggested_action"].get<std::string>(), 300);
-    if (!one_of(t.severity, severities()) || !one_of(t.component, components()))
-        return make_error(errc::invalid_argument, "the triage model's severity or component is not one of the allowed values");
-    if (t.title.empty()) return make_error(errc::invalid_argument, "the triage model's title is empty");
+    t.note.clear();
+    if (!rule_for(inc.kind)) {
+        t.severity = severity;
+        t.component = component;
+    }
+    t.summary = model_text(a["summary"].get<std::string>(), 400);
+    t.suggested_action = model_text(a["suggested_action"].get<std::string>(), 300);
+    if (t.summary.empty()) return make_error(errc::invalid_argument, "the triage model's summary is empty once sanitized");
     return t;
 }
 

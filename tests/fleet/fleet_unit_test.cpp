@@ -11,6 +11,9 @@
 #include "fleet/server_probe.h"
 #include "fleet/triage.h"
 
+#include <cpp-httplib/httplib.h>
+#include <thread>
+
 namespace rc::fleet {
 namespace {
 
@@ -146,7 +149,7 @@ TEST(triage, text_from_a_model_is_made_safe_for_a_public_issue) {
     EXPECT_EQ(sanitize_text("abc", 2), "ab");
     EXPECT_EQ(sanitize_text("a\xc3\xa9", 2), "a") << "never cut inside a UTF-8 sequence";
     auto schema = triage_schema();
-    EXPECT_EQ(schema["required"].size(), 5u);
+    EXPECT_EQ(schema["required"].size(), 4u) << "no title: titles come from the rules";
     EXPECT_EQ(schema["properties"]["severity"]["enum"].size(), 4u);
     EXPECT_FALSE(schema["additionalProperties"].get<bool>());
 }
@@ -212,4 +215,56 @@ TEST(etcd_gateway, unreachable_members_are_unavailable_quickly) {
 }
 
 }  // namespace
+
+namespace {
+
+// An OpenAI endpoint that answers every chat completion with `answer` as the message content.
+struct canned_model {
+    httplib::Server server;
+    std::thread thread;
+    int port = 0;
+    explicit canned_model(std::string answer) {
+        server.Post("/v1/chat/completions", [answer](const httplib::Request &, httplib::Response & res) {
+            res.set_content(nlohmann::json{{"choices", {{{"message", {{"role", "assistant"}, {"content", answer}}}}}}}.dump(), "application/json");
+        });
+        port = server.bind_to_any_port("127.0.0.1");
+        thread = std::thread([this] { server.listen_after_bind(); });
+        server.wait_until_ready();
+    }
+    ~canned_model() {
+        server.stop();
+        thread.join();
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+}  // namespace
+
+TEST(triage, a_model_adds_to_the_body_and_never_titles_or_reclassifies_what_a_rule_knows) {
+    // What a model with random weights answered for a port conflict (issue 32): gibberish, and "kv".
+    const std::string gibberish = nlohmann::json{{"severity", "low"}, {"component", "kv"},
+                                                 {"summary", "zx\u202eqq\nvortal\u200b blocks @here"},
+                                                 {"suggested_action", "frobnicate\tthe\r\ncache"}}.dump();
+    canned_model m(gibberish);
+    fleet_incident i;
+    i.host = "gpu-a";
+    i.kind = "crash_loop";
+    i.reason = "bind 0.0.0.0:8080: Address already in use\nthen more lines";
+    auto t = model_triage(i, m.url(), "tiny", "gpu-b", std::chrono::seconds(5));
+    ASSERT_TRUE(t.ok()) << t.err().message;
+    EXPECT_EQ(t->source, "model");
+    EXPECT_EQ(t->title, "Server crash loop on gpu-a: bind 0.0.0.0:8080: Address already in use") << "the rule's title, the first error line";
+    EXPECT_EQ(t->component, "server") << "a rule's classification is never overridden";
+    EXPECT_EQ(t->severity, "critical");
+    EXPECT_EQ(t->summary, "zxqq vortal blocks (at)here") << "one line, printable, no bidi or zero-width controls, no mentions";
+    EXPECT_EQ(t->suggested_action, "frobnicate the cache");
+    // A kind no rule knows: the model's classification is the best there is.
+    i.kind = "something_new";
+    auto u = model_triage(i, m.url(), "tiny", "gpu-b", std::chrono::seconds(5));
+    ASSERT_TRUE(u.ok()) << u.err().message;
+    EXPECT_EQ(u->component, "kv");
+    EXPECT_EQ(u->severity, "low");
+    EXPECT_EQ(u->title.rfind("something_new on gpu-a", 0), 0u) << u->title;
+}
+
 }  // namespace rc::fleet

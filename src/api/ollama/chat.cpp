@@ -12,6 +12,7 @@
 #include "api/ollama/ollama_options.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/ollama/ollama_stream.h"
+#include "api/reasoning_controls.h"
 
 namespace rc::api::ollama {
 
@@ -31,6 +32,7 @@ void read_chat_request(const models::model_entry & entry, json & body, generatio
     chat.json_schema = read_format(body);
     auto think = read_think(body);
     chat.enable_thinking = think.value_or(true);
+    read_ollama_think_level(body, chat);
     in.think = think.value_or(false);
     in.task = "chat";
     in.prompt_field = "messages";

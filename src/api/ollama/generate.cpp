@@ -12,6 +12,7 @@
 #include "api/ollama/ollama_options.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/ollama/ollama_stream.h"
+#include "api/reasoning_controls.h"
 
 namespace rc::api::ollama {
 
@@ -70,6 +71,7 @@ bool read_generate_request(const models::model_entry & entry, json & body, gener
         chat.messages.push_back(message("user", prompt));
         chat.json_schema = std::move(format);
         chat.enable_thinking = think.value_or(true);
+        read_ollama_think_level(body, chat);
         in.think = think.value_or(false);
         in.chat = std::move(chat);
     }

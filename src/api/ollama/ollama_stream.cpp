@@ -2,6 +2,7 @@
 
 #include "api/api_error.h"
 #include "api/stream_writer.h"
+#include "engine/tool_call_ids.h"
 #include "util/log.h"
 
 namespace rc::api::ollama {
@@ -158,7 +159,7 @@ json tool_calls_json(const std::vector<common_chat_tool_call> & calls) {
             rc::log::warn("ollama", "tool_arguments_not_object", {{"tool", tc.name}, {"bytes", tc.arguments.size()}});
             args = json::object();
         }
-        out.push_back({{"id", tc.id.empty() ? new_tool_call_id() : tc.id},
+        out.push_back({{"id", tc.id.empty() ? engine::new_tool_call_id(engine::tool_id_style::any) : tc.id},
                        {"function", {{"index", i}, {"name", tc.name}, {"arguments", std::move(args)}}}});
     }
     return out;

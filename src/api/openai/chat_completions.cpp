@@ -6,6 +6,7 @@
 #include "api/generation_session.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
+#include "api/reasoning_controls.h"
 #include "api/stream_writer.h"
 #include "util/safe_quote.h"
 
@@ -52,7 +53,7 @@ engine::chat_input read_chat(const json & body) {
             bad_request("'response_format.type' must be text, json_object or json_schema", "response_format");
         }
     }
-    if (auto effort = opt_string(body, "reasoning_effort"); effort && *effort == "none") in.enable_thinking = false;
+    read_reasoning_controls(body, in);
     return in;
 }
 

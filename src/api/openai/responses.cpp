@@ -10,6 +10,7 @@
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
 #include "api/openai/responses_stream.h"
+#include "api/reasoning_controls.h"
 #include "api/stream_writer.h"
 #include "util/safe_quote.h"
 
@@ -207,6 +208,7 @@ http_response handle(api_context & ctx, const http_request & req) {
     read_tool_choice(body, chat);
     chat.parallel_tool_calls = opt_bool(body, "parallel_tool_calls").value_or(true);
     read_text_format(body, chat);
+    read_reasoning_controls(body, chat);
     in.chat = std::move(chat);
     read_sampling(body, in.params);
     in.params.max_tokens = read_max_tokens(body, ctx, {"max_output_tokens"});
