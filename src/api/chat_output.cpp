@@ -1,6 +1,9 @@
 #include "api/chat_output.h"
 
+#include <nlohmann/json.hpp>
 #include <unicode.h>
+
+#include <algorithm>
 
 
 #include "engine/chat_format.h"
@@ -64,11 +67,36 @@ void chat_output_parser::append(std::string_view piece) {
     else take(piece, false);
 }
 
-output_delta chat_output_parser::finish() {
+output_delta chat_output_parser::finish(bool cut) {
     msg_.role = "assistant";
     if (!parser_) return {};
     take({}, true);
-    return advance(engine::parse_chat_output(text_, false, *parser_), true);
+    return advance(cut ? cut_reply() : engine::parse_chat_output(text_, false, *parser_), true);
+}
+
+common_chat_msg chat_output_parser::cut_reply() const {
+    // A reply cut at the limit: the parse as if more were coming, so an open reasoning block is
+    // reasoning and not lost; a call whose arguments are not yet whole JSON is no call at all.
+    auto msg = engine::try_parse_chat_output(text_, false, *parser_);
+    if (!msg) msg = engine::try_parse_chat_output(text_, true, *parser_);
+    const bool unfinished_call = msg && std::any_of(msg->tool_calls.begin(), msg->tool_calls.end(), [](const common_chat_tool_call & tc) {
+        return !nlohmann::json::accept(tc.arguments);
+    });
+    if (msg && !unfinished_call && (!msg->empty() || text_.empty())) return std::move(*msg);
+    // Unparsed markup: everything after the reasoning, as it was generated.
+    common_chat_msg out;
+    out.role = "assistant";
+    size_t from = 0;
+    if (msg && !msg->reasoning_content.empty()) {
+        out.reasoning_content = msg->reasoning_content;
+        // Where the reasoning ends in the raw text (the parse may trim its edges).
+        std::string_view r = msg->reasoning_content;
+        while (!r.empty() && std::isspace((unsigned char)r.front())) r.remove_prefix(1);
+        while (!r.empty() && std::isspace((unsigned char)r.back())) r.remove_suffix(1);
+        if (size_t at = text_.find(r); !r.empty() && at != std::string::npos) from = at + r.size();
+    }
+    out.content = text_.substr(from);
+    return out;
 }
 
 output_delta chat_output_parser::advance(common_chat_msg next, bool final) {

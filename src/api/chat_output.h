@@ -51,14 +51,17 @@ class chat_output_parser {
     output_delta feed(std::string_view piece);
     // Not streaming: keeps the piece for finish() without parsing now (one parse per reply).
     void append(std::string_view piece);
-    // The reply ended: the final parse. Returns what was not yet sent.
-    output_delta finish();
+    // The reply ended: the final parse. Returns what was not yet sent. `cut`: it ended at the token
+    // limit, so a tool call or reasoning block may be unfinished; nothing generated is dropped
+    // (an unfinished call becomes content, raw; reasoning so far stays reasoning).
+    output_delta finish(bool cut = false);
     // After finish(): the whole reply (content, reasoning_content, tool_calls with their ids).
     const common_chat_msg & message() const { return msg_; }
 
   private:
     void take(std::string_view piece, bool final);
     output_delta advance(common_chat_msg next, bool final);
+    common_chat_msg cut_reply() const;
 
     std::optional<common_chat_parser_params> parser_;
     engine::tool_id_style ids_;  // the form of the ids generated calls get (the template's)

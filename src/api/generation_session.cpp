@@ -112,6 +112,15 @@ size_t chat_text_bytes(const std::vector<common_chat_msg> & messages) {
     return n;
 }
 
+namespace {
+// The request field a render error is about: what cannot be enforced, else the messages.
+std::string render_error_field(const rc::error & e, const generation_input & in) {
+    if (e.message.starts_with("tool_choice")) return "tool_choice";
+    if (e.message.starts_with("response_format")) return in.schema_field;
+    return in.prompt_field;
+}
+}  // namespace
+
 rendered_prompts render_prompts(const engine::engine & eng, const generation_input & in) {
     const llama::model & m = eng.model();
     rendered_prompts out;
@@ -124,8 +133,8 @@ rendered_prompts render_prompts(const engine::engine & eng, const generation_inp
         if (in.chat->messages.size() > max_chat_messages)  // dialects check earlier; this keeps the bound for every path
             bad_request("'" + in.prompt_field + "' has more than " + std::to_string(max_chat_messages) + " messages", in.prompt_field);
         check_prompt_text(eng, chat_text_bytes(in.chat->messages), in.prompt_field);  // before the render's copies
-        auto rendered = engine::render_chat(m, *in.chat);
-        if (!rendered) raise(rendered.err(), in.prompt_field);
+        auto rendered = engine::render_chat(m, *in.chat, in.model);
+        if (!rendered) raise(rendered.err(), render_error_field(rendered.err(), in));
         check_prompt_text(eng, rendered->text.size(), in.prompt_field);
         std::vector<llama_token> tokens = std::move(context);
         auto text = m.tokenize(rendered->text, add_special, true);
@@ -190,7 +199,7 @@ bool generation_session::handle(size_t i, engine::generation_event & ev, const s
         out.error = std::move(ev.error);
         return on_event(out);
     }
-    if (auto tail = c.output.finish(); stream_ && !tail.empty()) {
+    if (auto tail = c.output.finish(ev.finish == engine::finish_reason::length); stream_ && !tail.empty()) {
         out.delta = std::move(tail);
         if (!on_event(out)) return false;
         out.delta = {};

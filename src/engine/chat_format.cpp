@@ -1,39 +1,67 @@
 #include "engine/chat_format.h"
 
+#include <llama.h>
+
 #include <json-schema-to-grammar.h>
 #include <json.h>
 
-#include <regex>
 
 #include "engine/schema_support.h"
+#include "engine/tool_call_grammar.h"
 #include "llama/template_budget.h"
 
 namespace rc::engine {
 
-std::string require_immediate_tool_call(const std::string & gbnf) {
-    // llama.cpp's tool-call grammars let free text precede the call even when one is required:
-    //   root ::= "<|im_start|>assistant\n" space until-161? tool-calls
-    // OpenAI's `required` and named tool_choice mean the reply *is* a tool call, so the optional
-    // text-until-the-call-marker rule is dropped from the root rule (nothing else changes).
-    size_t start = gbnf.rfind("root ::=", 0) == 0 ? 0 : gbnf.find("\nroot ::=");
-    if (start == std::string::npos) return gbnf;
-    if (start != 0) ++start;
-    size_t end = gbnf.find('\n', start);
-    if (end == std::string::npos) end = gbnf.size();
-    static const std::regex optional_until(R"(\s+until-[0-9]+\?)");
-    std::string root = std::regex_replace(gbnf.substr(start, end - start), optional_until, "");
-    return gbnf.substr(0, start) + root + gbnf.substr(end);
+namespace {
+
+std::string template_of(const llama::model & m, std::string_view model_name) {
+    std::string name(model_name.empty() ? std::string_view(m.info().name) : model_name);
+    return "the chat template of model '" + (name.empty() ? std::string("(unnamed)") : name) + "'";
 }
 
-std::string allow_one_tool_call(const std::string & gbnf) {
-    // Some of llama.cpp's tool-call grammars repeat the call regardless of parallel_tool_calls:
-    //   tool-calls ::= (tool-call space)+
-    // Without parallel calls the reply holds exactly one, so the repetition is dropped.
-    static const std::regex repeated(R"((^|\n)tool-calls ::= \(tool-call space\)\+(\n|$))");
-    return std::regex_replace(gbnf, repeated, "$1tool-calls ::= tool-call space$2");
+// Whether a grammar accepts the generation prompt the sampler will feed it (as common_sampler_init:
+// the prompt's tokens, one by one). A grammar that does not cannot start a sampler at all.
+bool accepts_generation_prompt(const llama::model & m, const std::string & gbnf, const std::string & prompt) {
+    llama_sampler * g = llama_sampler_init_grammar(m.vocab(), gbnf.c_str(), "root");
+    if (!g) return false;
+    bool ok = true;
+    try {
+        for (llama_token t : m.tokenize(prompt, false, true)) llama_sampler_accept(g, t);
+    } catch (const std::exception &) {
+        ok = false;
+    }
+    llama_sampler_free(g);
+    return ok;
 }
 
-result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
+// The template's tool-call grammar with nothing allowed before the call, as far as the generation
+// prompt allows: Gemma 4 with thinking off puts a closed thought block (one of its repeated
+// `message`s) in the prompt, so there the repetition stays.
+std::string immediate_tool_call(const llama::model & m, const std::string & gbnf, const std::string & generation_prompt) {
+    for (bool drop_repeated : {true, false}) {
+        std::string g = require_immediate_tool_call(gbnf, drop_repeated);
+        if (generation_prompt.empty() || accepts_generation_prompt(m, g, generation_prompt)) return g;
+    }
+    return gbnf;
+}
+
+// What the client asked for must be what the sampler enforces: a 400 rather than free text.
+status check_enforceable(const chat_input & in, const constraint & g, const llama::model & m, std::string_view model_name) {
+    const bool strict = !g.grammar.empty() && !g.lazy;
+    if (!in.tools.empty() && in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !strict) {
+        return make_error(errc::invalid_argument, "tool_choice \"required\" (or a named tool) cannot be enforced: llama.cpp finds no tool-call format in " +
+                                                      template_of(m, model_name) + "; use tool_choice \"auto\", or a model whose template calls tools");
+    }
+    if (!in.json_schema.empty() && !strict) {
+        return make_error(errc::invalid_argument, "response_format cannot be enforced together with tools by " + template_of(m, model_name) +
+                                                      ": its tool-call grammar leaves text replies free; send the schema without tools, or with tool_choice \"required\"");
+    }
+    return {};
+}
+
+}  // namespace
+
+result<chat_prompt> render_chat(const llama::model & m, const chat_input & in, std::string_view model_name) {
     if (!m.templates()) return make_error(errc::invalid_argument, "model has no chat template (an embedding model?)");
     if (in.messages.empty()) return make_error(errc::invalid_argument, "messages must not be empty");
     if (!in.grammar.empty() && (!in.tools.empty() || !in.json_schema.empty())) {
@@ -72,14 +100,17 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
         // Like llama-server: a template-produced grammar (tool calls, or the schema wrapped by the
         // template's own format) is fed the generation prompt so the grammar starts in the right state.
         g.type = in.grammar.empty() ? COMMON_GRAMMAR_TYPE_TOOL_CALLS : COMMON_GRAMMAR_TYPE_USER;
+        g.generation_prompt = params.generation_prompt;
         g.grammar = in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !in.tools.empty()
-                        ? require_immediate_tool_call(params.grammar)
+                        ? immediate_tool_call(m, params.grammar, params.generation_prompt)
                         : params.grammar;
         if (!in.tools.empty() && !in.parallel_tool_calls) g.grammar = allow_one_tool_call(g.grammar);
         g.lazy = params.grammar_lazy;
         g.triggers = params.grammar_triggers;
         g.preserved_tokens = params.preserved_tokens;
     } else if (!in.json_schema.empty()) {
+        // The template has no format of its own for a schema: the reply is the JSON itself (a
+        // grammar that starts at the reply, so it is not fed the generation prompt).
         auto sc = schema_constraint(in.json_schema);
         if (!sc) return sc.err();
         g = std::move(sc.value());
@@ -87,7 +118,7 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
         g.type = COMMON_GRAMMAR_TYPE_USER;
         g.grammar = in.grammar;
     }
-    g.generation_prompt = params.generation_prompt;
+    if (auto st = check_enforceable(in, g, m, model_name); !st) return st.err();
 
     out.parser = common_chat_parser_params(params);
     out.parser.reasoning_format = in.reasoning_format;
@@ -102,15 +133,20 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in) {
     return out;
 }
 
-common_chat_msg parse_chat_output(const std::string & text, bool partial, const common_chat_parser_params & parser) {
+std::optional<common_chat_msg> try_parse_chat_output(const std::string & text, bool partial, const common_chat_parser_params & parser) {
     try {
         return common_chat_parse(text, partial, parser);
     } catch (const std::exception &) {
-        common_chat_msg msg;
-        msg.role = "assistant";
-        if (!partial) msg.content = text;
-        return msg;
+        return std::nullopt;
     }
+}
+
+common_chat_msg parse_chat_output(const std::string & text, bool partial, const common_chat_parser_params & parser) {
+    if (auto msg = try_parse_chat_output(text, partial, parser)) return std::move(*msg);
+    common_chat_msg msg;
+    msg.role = "assistant";
+    if (!partial) msg.content = text;
+    return msg;
 }
 
 result<constraint> schema_constraint(const std::string & json_schema) {

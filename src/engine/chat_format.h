@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,20 +44,15 @@ struct chat_prompt {
 
 // Errors: invalid_argument when the template rejects the messages/tools, exceeds its budget
 // (llama/template_budget.h) or the schema is invalid.
-result<chat_prompt> render_chat(const llama::model & m, const chat_input & in);
+// tool_choice required (or named) and a JSON schema that the template's grammar cannot enforce are
+// invalid_argument too, naming the model (`model_name`, as the client named it; else general.name).
+result<chat_prompt> render_chat(const llama::model & m, const chat_input & in, std::string_view model_name = {});
 
 // Parses generated text (partial while streaming) into content / reasoning / tool calls.
 // Never throws; on a parse failure of final text returns the text as plain content.
 common_chat_msg parse_chat_output(const std::string & text, bool partial, const common_chat_parser_params & parser);
-
-// For tool_choice required/named: removes the optional free-text prefix llama.cpp's grammar allows
-// before the tool call, so the reply starts with the call. Returns the grammar unchanged when its
-// root rule has no such prefix.
-std::string require_immediate_tool_call(const std::string & gbnf);
-
-// For parallel_tool_calls false: removes the repetition some of llama.cpp's tool-call grammars put
-// around the call, so at most one call is generated. Unchanged when there is none.
-std::string allow_one_tool_call(const std::string & gbnf);
+// The same, saying whether the text matched the template's format at all (nullopt when not).
+std::optional<common_chat_msg> try_parse_chat_output(const std::string & text, bool partial, const common_chat_parser_params & parser);
 
 // JSON schema → GBNF constraint for raw completions (no template involved).
 result<constraint> schema_constraint(const std::string & json_schema);

@@ -116,7 +116,8 @@ result<sampler_ptr> make_sampler(const llama::model & m, const sampling_params &
         if (!raw) return make_error(errc::invalid_argument, "grammar does not parse");
         return sampler_ptr(raw);
     } catch (const std::exception & e) {
-        return make_error(errc::invalid_argument, std::string("sampler: ") + e.what());
+        // llama.cpp rethrows a grammar's refusal sliced to std::exception: say what failed.
+        return make_error(errc::invalid_argument, std::string("the constrained sampler could not start: the grammar refused the template's generation prompt or a sampling value (") + e.what() + ")");
     }
 }
 
