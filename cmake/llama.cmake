@@ -37,6 +37,8 @@ endif()
 file(READ ${RUSTYCAGE_LLAMA_BUILD}/source-dir RUSTYCAGE_LLAMA_SRC)
 string(STRIP "${RUSTYCAGE_LLAMA_SRC}" RUSTYCAGE_LLAMA_SRC)
 message(STATUS "llama.cpp: source ${RUSTYCAGE_LLAMA_SRC}, build ${RUSTYCAGE_LLAMA_BUILD}")
+# For the node suites (tests/clients), which read real families' chat templates from the tree.
+file(WRITE ${CMAKE_BINARY_DIR}/llama-source-dir "${RUSTYCAGE_LLAMA_SRC}\n")
 
 set(B ${RUSTYCAGE_LLAMA_BUILD})
 add_library(rc_llama_cpp INTERFACE)

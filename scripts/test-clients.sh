@@ -100,7 +100,7 @@ fi
 
 cd "$clients"
 set +e
-RUSTYCAGE_BIN="$bin" RUSTYCAGE_TEST_MODELS="$models" RUSTYCAGE_CLIENTS_PIDS="$pids" \
+RUSTYCAGE_BIN="$bin" RUSTYCAGE_BUILD_DIR="$build" RUSTYCAGE_TEST_MODELS="$models" RUSTYCAGE_CLIENTS_PIDS="$pids" \
     node --test --test-reporter=spec "${opts[@]+"${opts[@]}"}" "${files[@]}"
 rc=$?
 set -e

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const buildDir = path.resolve(repoRoot, process.env.RUSTYCAGE_BUILD_DIR ?? 'build');
+export const buildDir = path.resolve(repoRoot, process.env.RUSTYCAGE_BUILD_DIR ?? 'build');
 export const binary = process.env.RUSTYCAGE_BIN ?? path.join(buildDir, 'bin', 'rustycage');
 export const modelsDir = process.env.RUSTYCAGE_TEST_MODELS ?? path.join(buildDir, 'test-models');
 
