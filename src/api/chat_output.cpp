@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-
 #include "engine/chat_format.h"
 #include "llama/template_budget.h"
 

@@ -6,6 +6,7 @@
 #include <json.h>
 
 
+#include "engine/sampler.h"
 #include "engine/schema_support.h"
 #include "engine/tool_call_grammar.h"
 #include "llama/template_budget.h"
@@ -38,6 +39,9 @@ bool accepts_generation_prompt(const llama::model & m, const std::string & gbnf,
 // prompt allows: Gemma 4 with thinking off puts a closed thought block (one of its repeated
 // `message`s) in the prompt, so there the repetition stays.
 std::string immediate_tool_call(const llama::model & m, const std::string & gbnf, const std::string & generation_prompt) {
+    // A grammar over the limits (a client's huge or deep tool schema) is never parsed here: the
+    // sampler refuses it with the reason, and llama.cpp's parser recurses.
+    if (!check_grammar_cost(m, gbnf)) return gbnf;
     for (bool drop_repeated : {true, false}) {
         std::string g = require_immediate_tool_call(gbnf, drop_repeated);
         if (generation_prompt.empty() || accepts_generation_prompt(m, g, generation_prompt)) return g;

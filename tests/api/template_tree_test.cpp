@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/chat_format.h"
 #include "engine/sampler.h"
 #include "api/chat_output.h"
@@ -157,4 +159,26 @@ TEST(cut_at_length, reasoning_and_text_that_match_no_format_are_kept) {
     EXPECT_EQ(both.reasoning_content.rfind("hm", 0), 0u) << both.reasoning_content;
     EXPECT_TRUE(both.tool_calls.empty());
     EXPECT_NE(both.content.find("<tool_call>"), std::string::npos) << both.content;
+}
+
+TEST(forced_calls, a_tool_schema_over_the_grammar_limits_is_refused_by_the_sampler_with_its_reason) {
+    // The forced-call rewrite parses the template's grammar; one over the limits (a client's huge
+    // enum) is left to the sampler's cost check, which says why.
+    auto m = test::with_template("Qwen-Qwen2.5-7B-Instruct.jinja");
+    ASSERT_TRUE(m);
+    nlohmann::json cities = nlohmann::json::array();
+    for (int i = 0; i < 3000; ++i) cities.push_back("city" + std::to_string(i));
+    nlohmann::json params = {{"type", "object"}, {"properties", {{"city", {{"type", "string"}, {"enum", cities}}}}}, {"required", {"city"}}};
+    common_chat_msg user;
+    user.role = "user";
+    user.content = "Weather?";
+    engine::chat_input in;
+    in.messages = {user};
+    in.tools = {common_chat_tool{"get_weather", "Weather", params.dump()}};
+    in.tool_choice = COMMON_CHAT_TOOL_CHOICE_REQUIRED;
+    auto r = engine::render_chat(*m, in);
+    ASSERT_TRUE(r.ok()) << r.err().message;
+    auto s = engine::make_sampler(*m, engine::sampling_params{}, r->grammar);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.err().message.find("alternatives"), std::string::npos) << s.err().message;
 }
