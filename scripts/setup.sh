@@ -10,6 +10,7 @@ packages=(
     libxxhash-dev     # XXH3 checksums of KV disk blocks
     prometheus        # promtool checks our /metrics exposition in the tests
     etcd-server etcd-client  # the fleet's coordination service (tests start real members; docs/FLEET.md)
+    faketime          # fleet tests run an agent whose wall clock is an hour off
     chromium fonts-dejavu-core  # the web console's browser tests (tests/ui/, headless)
     clang libfuzzer-14-dev  # make fuzz: libFuzzer targets built with clang (fuzz/README.md)
 )

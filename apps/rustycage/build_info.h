@@ -2,6 +2,8 @@
 // Facts about this build, fixed when it was compiled: what `rustycage version` prints. Generated into
 // the build dir from build_info.cpp.in by cmake/build_info.cmake.
 
+#include <string>
+
 namespace rc::cli {
 
 struct build_info {
@@ -17,5 +19,10 @@ struct build_info {
 };
 
 const build_info & this_build();
+
+// The version this binary runs as: the first line of the VERSION file of the release tree it sits
+// in (bin/../VERSION, written by scripts/release-package.sh, which may pack a build as another
+// version), else the version it was compiled as. What `version`, /v1/metadata and the agent report.
+std::string running_version();
 
 }  // namespace rc::cli

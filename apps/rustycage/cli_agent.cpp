@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "build_info.h"
 #include "commands.h"
 #include "fleet/agent.h"
 #include "fleet_cli.h"
@@ -33,6 +34,7 @@ struct agent_flags {
     std::string rollout_ready_timeout = "120s";
     std::string log_level = "info";
     bool quiet_server = false;
+    bool takeover = false;
 };
 
 // The value of a serve flag among the pass-through arguments ("--models-dir X" or "--models-dir=X").
@@ -73,10 +75,13 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
     o.host_id = f.host_id;
     o.data_dir = f.data_dir;
     o.etcd.endpoints = eps.value();
+    // A keepalive must fail over to another member well within the lease: a hung member may not outlast it.
+    o.etcd.keepalive_timeout = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(300), o.heartbeat_ttl / 4);
+    o.takeover = f.takeover;
     o.prefix = f.etcd.prefix;
     o.advertise_host = f.advertise_host;
     o.smoke_model = f.smoke_model;
-    o.version = RUSTYCAGE_VERSION;
+    o.version = running_version();
     o.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
     o.burst_5xx = f.burst_5xx;
     o.triage_model = f.triage_model;
@@ -168,6 +173,7 @@ void register_agent(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--github-backoff", f->github_backoff, "First retry delay after GitHub failed (doubles up to 5m)")->capture_default_str();
     cmd->add_option("--filing-grace", f->filing_grace, "How long a claim by a lost triager is left alone")->capture_default_str();
     cmd->add_option("--rollout-ready-timeout", f->rollout_ready_timeout, "Cohort upgrades: how long a new server may take to be ready")->capture_default_str();
+    cmd->add_flag("--takeover", f->takeover, "When another agent holds this --host-id, wait for its lease to lapse instead of refusing to start");
     cmd->add_flag("--quiet-server", f->quiet_server, "Do not copy the server's output to the agent's stderr");
     cmd->add_option("--log-level", f->log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();
     cmd->footer("Any other flag is passed to `rustycage serve` (e.g. --openai-port 8080 --models-dir DIR --ctx-size 4096).");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli_common.h"
+#include "build_info.h"
 #include "commands.h"
 #include "fleet_cli.h"
 #include "gateway/gateway_server.h"
@@ -52,7 +53,7 @@ int run_gateway(gateway_flags & f) {
     for (std::string k; std::getline(csv, k, ',');)
         if (!k.empty()) o.api_keys.push_back(k);
     o.host_api_key = f.host_api_key;
-    o.version = RUSTYCAGE_VERSION;
+    o.version = running_version();
     o.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
     f.listen.max_body_bytes = static_cast<size_t>(f.max_body_mb) << 20;
     f.listen.header_timeout = std::chrono::milliseconds(static_cast<long long>(f.header_timeout_s * 1000));

@@ -1,6 +1,9 @@
 // `rustycage version [--json]`: what this binary is (version, commits, backend, compiler, build date)
 // and what it finds on this host (the ggml devices and the features of the backends it loaded — for
 // a release build, which CPU variant ggml picked).
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -13,6 +16,23 @@
 #include "util/byte_size.h"
 
 namespace rc::cli {
+
+std::string running_version() {
+    static const std::string v = [] {
+        std::error_code ec;
+        const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+        if (!ec) {
+            std::ifstream in(exe.parent_path().parent_path() / "VERSION");
+            std::string line;
+            if (in && std::getline(in, line)) {
+                while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+                if (!line.empty() && line.size() <= 64) return line;
+            }
+        }
+        return std::string(this_build().version);
+    }();
+    return v;
+}
 
 namespace {
 
@@ -36,7 +56,7 @@ std::string feature_line(const llama::backend_features & b) {
 
 json to_json(const version_flags & f) {
     const auto & b = this_build();
-    json j = {{"version", b.version},           {"commit", b.commit},       {"dirty", b.dirty},
+    json j = {{"version", running_version()},           {"commit", b.commit},       {"dirty", b.dirty},
               {"llama_cpp_commit", b.llama_commit}, {"backend", b.backend}, {"backend_loading", b.backend_loading},
               {"compiler", b.compiler},         {"build_type", b.build_type}, {"build_date", b.build_date}};
     if (f.no_devices) return j;
@@ -60,7 +80,7 @@ int print_version(const version_flags & f) {
         return 0;
     }
     const auto & b = this_build();
-    std::cout << "rustycage " << b.version << " (llama.cpp " << b.llama_commit << ")\n"
+    std::cout << "rustycage " << running_version() << " (llama.cpp " << b.llama_commit << ")\n"
               << "commit:     " << b.commit << (b.dirty ? " (modified)" : "") << '\n'
               << "backend:    " << b.backend << " (" << b.backend_loading << ")\n"
               << "compiler:   " << b.compiler << '\n'

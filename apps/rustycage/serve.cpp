@@ -17,6 +17,7 @@
 #include "fleet_cli.h"
 #include "api/ollama/keep_alive.h"
 #include "cli_common.h"
+#include "build_info.h"
 #include "commands.h"
 #include "serve_preload.h"
 #include "models/model_manager.h"
@@ -73,7 +74,12 @@ std::vector<std::string> collect_keys(const std::vector<std::string> & flags, co
 // that (a client that reads nothing) ends the process at once, with status 1.
 constexpr auto k_end_grace = std::chrono::seconds(3);
 
-int stop_within(api::api_server & server, const sigset_t & signals, double seconds) {
+// A second stop signal means "end the requests now" — unless it repeats the parent's death: the
+// kernel sends the parent-death signal again for each of the dying agent's threads, and an agent
+// killed with -9 must still get one graceful drain (docs/FLEET.md "Failure modes").
+bool repeats_parent_death(const siginfo_t & info, pid_t parent) { return parent > 1 && info.si_code == SI_USER && info.si_pid == parent; }
+
+int stop_within(api::api_server & server, const sigset_t & signals, double seconds, pid_t parent) {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
@@ -91,7 +97,8 @@ int stop_within(api::api_server & server, const sigset_t & signals, double secon
             if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
         }
         timespec poll{0, 0};
-        const bool signalled = sigtimedwait(&signals, nullptr, &poll) > 0;
+        siginfo_t info{};
+        const bool signalled = sigtimedwait(&signals, &info, &poll) > 0 && !repeats_parent_death(info, parent);
         if (!signalled && std::chrono::steady_clock::now() < deadline) continue;
         if (ending) {
             forced = true;
@@ -133,6 +140,7 @@ int serve(serve_flags & f) {
 
     // Signals are taken synchronously by this thread; every thread started below inherits the mask.
     sigset_t signals = block_stop_signals();
+    const pid_t parent = getppid();
     return_large_allocations();
 
     llama::model_load_options load;
@@ -159,7 +167,7 @@ int serve(serve_flags & f) {
         std::cerr << "error: " << preloads.err().message << " (--preload)\n";
         return 2;
     }
-    f.api.version = RUSTYCAGE_VERSION;
+    f.api.version = running_version();
     f.api.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
     f.api.n_parallel = f.eng.engine.n_parallel;
     api::ui::fleet_source fleet;
@@ -188,11 +196,12 @@ int serve(serve_flags & f) {
     if (server.ollama_port() > 0) std::cout << " ollama=http://" << f.listen.host << ":" << server.ollama_port();
     std::cout << " models=" << f.eng.models_dir << std::endl;
 
-    int sig = 0;
-    sigwait(&signals, &sig);
-    rc::log::info("serve", "stopping", {{"signal", sig}});
+    siginfo_t info{};
+    while (sigwaitinfo(&signals, &info) < 0) {}
+    const bool from_parent = repeats_parent_death(info, parent);
+    rc::log::info("serve", "stopping", {{"signal", info.si_signo}, {"from", !from_parent ? "a signal" : getppid() != parent ? "the parent's death" : "the parent"}});
     preloading.stop();
-    const int code = stop_within(server, signals, f.shutdown_timeout_s);
+    const int code = stop_within(server, signals, f.shutdown_timeout_s, from_parent ? parent : 0);
     return preload_failed ? 1 : code;
 }
 

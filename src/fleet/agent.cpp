@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -112,10 +113,92 @@ host_record agent::build_record() {
     return r;
 }
 
+namespace {
+
+int64_t read_lease_file(const std::filesystem::path & p) {
+    std::ifstream in(p);
+    int64_t lease = 0;
+    return in >> lease ? lease : 0;
+}
+
+void write_lease_file(const std::filesystem::path & p, int64_t lease) {
+    const auto tmp = p.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << lease << "\n";
+        if (!out) return;
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, p, ec);
+}
+
+// "the agent at http://10.0.0.5:8080 (pid 123, started ...)", from the holder's record.
+std::string describe_holder(const etcd_kv & kv) {
+    auto rec = parse_host_record(kv.value);
+    if (!rec.ok()) return "another agent (lease " + std::to_string(kv.lease) + ")";
+    const std::string where = rec->openai_url.empty() ? std::string("an unknown address") : rec->openai_url;
+    return "the agent at " + where + " (pid " + std::to_string(rec->agent_pid) + ", started " + rec->agent_started_at + ")";
+}
+
+}  // namespace
+
+std::filesystem::path agent::lease_file() const { return opts_.data_dir / "fleet-lease"; }
+
+result<std::string> agent::foreign_holder() {
+    auto held = etcd_->get(keys_.host(opts_.host_id));
+    if (!held.ok()) return held.err();
+    if (held->kvs.empty()) return std::string();
+    const etcd_kv & kv = held->kvs[0];
+    if (kv.lease != 0 && kv.lease == read_lease_file(lease_file())) return std::string();  // this data dir's previous life
+    return describe_holder(kv);
+}
+
+status agent::claim_host_id() {
+    for (bool waiting = false;;) {
+        auto who = foreign_holder();
+        if (!who.ok() || who->empty()) return {};  // free, ours, or etcd away (registration claims it later)
+        if (!opts_.takeover)
+            return make_error(errc::invalid_argument, "host id '" + opts_.host_id + "' is held by " + who.value() +
+                                                          "; stop that agent, give this one another --host-id, or pass --takeover to wait for its lease to lapse");
+        if (!waiting) rc::log::warn("fleet", "waiting_for_host_id", {{"host", opts_.host_id}, {"holder", who.value()}});
+        waiting = true;
+        if (wait(std::chrono::milliseconds(500), false)) return make_error(errc::unavailable, "stopped while waiting for host id '" + opts_.host_id + "'");
+    }
+}
+
 bool agent::register_host() {
     auto lease = etcd_->grant(opts_.heartbeat_ttl);
     if (!lease.ok()) return false;
     (void) etcd_->put(keys_.schema(), std::to_string(fleet_schema_version));
+    host_record rec = build_record();
+    rec.updated_at = now_text();
+    const std::string key = keys_.host(opts_.host_id);
+    bool created = false;
+    for (int attempt = 0; attempt < 3 && !created; ++attempt) {
+        // Create-if-absent on our lease: a host id has one owner.
+        auto t = etcd_->txn({etcd_compare::absent(key)}, {etcd_op::put(key, to_json(rec).dump(), lease.value())}, {etcd_op::get(key)});
+        if (!t.ok()) break;
+        if (t->succeeded) {
+            created = true;
+            break;
+        }
+        if (t->ranges.empty() || t->ranges[0].kvs.empty()) continue;  // it went in between
+        const etcd_kv & held = t->ranges[0].kvs[0];
+        if (held.lease != 0 && held.lease == read_lease_file(lease_file())) {
+            (void) etcd_->revoke(held.lease);  // our previous life's lease: take the id back now
+            continue;
+        }
+        if (!id_taken_) rc::log::error("fleet", "host_id_taken", {{"host", opts_.host_id}, {"holder", describe_holder(held)},
+                                                                   {"note", "serving on unregistered; retrying until its lease lapses"}});
+        id_taken_ = true;
+        break;
+    }
+    if (!created) {
+        (void) etcd_->revoke(lease.value());
+        return false;
+    }
+    id_taken_ = false;
+    write_lease_file(lease_file(), lease.value());
     std::string first_seen = now_text();
     if (auto old = etcd_->get(keys_.roster_entry(opts_.host_id)); old.ok() && !old->kvs.empty()) {
         auto j = ojson::parse(old->kvs[0].value, nullptr, false);
@@ -123,12 +206,6 @@ bool agent::register_host() {
     }
     const ojson roster = {{"id", opts_.host_id}, {"first_seen", first_seen}, {"last_registered", now_text()}, {"left_at", ""}};
     (void) etcd_->put(keys_.roster_entry(opts_.host_id), roster.dump());
-    host_record rec = build_record();
-    rec.updated_at = now_text();
-    if (!etcd_->put(keys_.host(opts_.host_id), to_json(rec).dump(), lease.value()).ok()) {
-        (void) etcd_->revoke(lease.value());
-        return false;
-    }
     lease_ = lease.value();
     peers_->lease_changed();
     rc::log::info("fleet", "registered", {{"host", opts_.host_id}, {"lease", lease.value()}, {"ttl_s", int64_t(opts_.heartbeat_ttl.count())}});
@@ -140,7 +217,12 @@ void agent::heartbeat_loop() {
     bool outage = false;
     ojson last;
     auto last_publish = steady::now();
+    auto last_sync = steady::now();
     while (!stopping_) {
+        if (!outage && steady::now() - last_sync > std::chrono::seconds(30)) {
+            last_sync = steady::now();
+            (void) etcd_->sync_members();  // members added to the cluster since
+        }
         if (lease_ == 0) {
             if (register_host()) {
                 if (outage) rc::log::info("fleet", "etcd_reachable", {{"host", opts_.host_id}});
@@ -363,6 +445,9 @@ status agent::run() {
         rc::log::info("fleet", "server_binary", {{"path", installed->string()}, {"from", "versions/current"}});
     }
     etcd_ = std::make_unique<etcd_gateway>(opts_.etcd);
+    if (auto added = etcd_->sync_members(); added.ok() && added.value() > 0)
+        rc::log::info("fleet", "etcd_members", {{"learned", int64_t(added.value())}, {"endpoints", int64_t(etcd_->endpoints().size())}});
+    if (auto st = claim_host_id(); !st) return st;
     peers_ = std::make_unique<peer_monitor>(*etcd_, keys_, opts_.host_id, opts_.probe_timeout, [this] { return lease_.load(); });
     incidents_ = std::make_unique<incident_publisher>(*etcd_, keys_, opts_.host_id, opts_.models_dir, opts_.data_dir, versions, to_json(hardware_));
     supervisor_ = std::make_unique<supervisor>(
@@ -433,17 +518,18 @@ status agent::run() {
     watch.join();
     hb.join();
     if (const int64_t lease = lease_.exchange(0); lease != 0) {
-        (void) etcd_->revoke(lease);
-        const ojson roster = {{"id", opts_.host_id}, {"last_registered", started_at_}, {"left_at", now_text()}};
+        // The roster says "left" before the lease goes: an agent that takes the id over afterwards
+        // writes its own roster entry last.
+        ojson roster = {{"id", opts_.host_id}, {"last_registered", started_at_}, {"left_at", now_text()}};
         if (auto old = etcd_->get(keys_.roster_entry(opts_.host_id)); old.ok() && !old->kvs.empty()) {
             auto j = ojson::parse(old->kvs[0].value, nullptr, false);
             if (j.is_object()) {
                 j["left_at"] = now_text();
-                (void) etcd_->put(keys_.roster_entry(opts_.host_id), j.dump());
+                roster = j;
             }
-        } else {
-            (void) etcd_->put(keys_.roster_entry(opts_.host_id), roster.dump());
         }
+        (void) etcd_->put(keys_.roster_entry(opts_.host_id), roster.dump());
+        (void) etcd_->revoke(lease);
     }
     rc::log::info("fleet", "agent_stopped", {{"host", opts_.host_id}});
     return {};

@@ -8,6 +8,11 @@
 //   keeps being supervised and serving; the agent retries etcd and re-registers (a new lease, the
 //   record, the roster entry, its health entries) as soon as etcd answers again, without a restart.
 // * Heartbeat: keepalive every TTL/3; a lease etcd no longer knows is replaced at once.
+// * The host id is owned: <prefix>hosts/<id> is created on this agent's lease only when absent.
+//   Another agent holding it makes run() refuse (invalid_argument naming its address and pid), or
+//   wait for its lease to lapse with `takeover`. The lease is remembered in <data-dir>/fleet-lease,
+//   so a restarted agent takes its id back at once (it revokes its previous life's lease).
+// * Every member etcd lists is learned at start and every 30 s (etcd_gateway::sync_members).
 // * Threads: run() starts the supervisor, heartbeat, watch, probe, incident and triager threads and
 //   blocks until stop() (any thread, e.g. a signal handler's thread); then it drains the server
 //   (supervisor_options.drain_timeout), resigns, revokes the lease (peers see the host leave at once)
@@ -62,6 +67,7 @@ struct agent_options {
     outbox_options outbox;
     // Cohort upgrades: how long a new server may take to be ready (side ports, then main ports).
     std::chrono::milliseconds rollout_ready_timeout{120000};
+    bool takeover = false;  // another agent holds the host id: wait for its lease to lapse instead of refusing
 };
 
 class agent {
@@ -78,6 +84,10 @@ class agent {
     void probe_loop();
     void incident_loop();
     bool register_host();
+    // Who else holds hosts/<id> ("" when nobody, or only this data dir's previous life).
+    result<std::string> foreign_holder();
+    status claim_host_id();
+    std::filesystem::path lease_file() const;
     host_record build_record();
     void on_server_event(const supervisor_event & ev);
     void on_server_line(const std::string & line);
@@ -103,6 +113,7 @@ class agent {
     std::atomic<int64_t> lease_{0};
     std::atomic<bool> republish_{true};
     std::atomic<bool> smoke_pending_{false};
+    bool id_taken_ = false;  // heartbeat thread only
     mutable std::mutex mu_;
     std::condition_variable cv_;
     server_snapshot last_snapshot_;

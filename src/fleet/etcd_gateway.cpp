@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -205,14 +206,51 @@ result<std::vector<std::string>> parse_etcd_endpoints(const std::string & csv) {
 
 etcd_gateway::etcd_gateway(etcd_options opts) : opts_(std::move(opts)) {}
 
-result<json> etcd_gateway::call(const std::string & path, const json & body) {
-    const size_t n = opts_.endpoints.size();
+std::vector<std::string> etcd_gateway::endpoints() const {
+    std::lock_guard lock(mu_);
+    return opts_.endpoints;
+}
+
+result<size_t> etcd_gateway::sync_members() {
+    auto j = call("cluster/member/list", json::object());
+    if (!j.ok()) return j.err();
+    static const std::regex url(R"(^https?://[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$)");
+    std::vector<std::string> found;
+    if (auto ms = j->find("members"); ms != j->end() && ms->is_array())
+        for (const auto & m : *ms)
+            if (auto urls = m.find("clientURLs"); urls != m.end() && urls->is_array())
+                for (const auto & u : *urls) {
+                    if (!u.is_string()) continue;
+                    std::string s = u.get<std::string>();
+                    while (!s.empty() && s.back() == '/') s.pop_back();
+                    if (std::regex_match(s, url)) found.push_back(s);
+                }
+    std::lock_guard lock(mu_);
+    size_t added = 0;
+    for (const auto & u : found)
+        if (std::find(opts_.endpoints.begin(), opts_.endpoints.end(), u) == opts_.endpoints.end()) {
+            opts_.endpoints.push_back(u);  // appended: indexes held by calls in flight stay valid
+            ++added;
+        }
+    return added;
+}
+
+bool etcd_gateway::member_answers(const std::string & endpoint) const {
+    const auto limit = std::min(opts_.request_timeout, std::max(opts_.stream_idle, std::chrono::milliseconds(500)));
+    auto r = http_call(post(endpoint, "kv/range", {{"key", b64("liveness")}, {"count_only", true}}, limit, opts_.connect_timeout));
+    return r.ok() && r->ok();
+}
+
+result<json> etcd_gateway::call(const std::string & path, const json & body, std::chrono::milliseconds timeout) {
+    const std::vector<std::string> eps = endpoints();
+    const size_t n = eps.size();
     if (n == 0) return make_error(errc::invalid_argument, "no etcd endpoint configured");
+    if (timeout.count() <= 0) timeout = opts_.request_timeout;
     std::string failures;
     const size_t first = preferred_.load();
     for (size_t i = 0; i < n; ++i) {
         const size_t idx = (first + i) % n;
-        auto r = http_call(post(opts_.endpoints[idx], path, body, opts_.request_timeout, opts_.connect_timeout));
+        auto r = http_call(post(eps[idx], path, body, timeout, opts_.connect_timeout));
         if (!r.ok()) {
             failures += (failures.empty() ? "" : "; ") + r.err().message;
             continue;
@@ -225,7 +263,7 @@ result<json> etcd_gateway::call(const std::string & path, const json & body) {
         }
         etcd_error e = parse_error(r->body, r->status);
         if (worth_another_member(r->status, e)) {
-            failures += (failures.empty() ? "" : "; ") + opts_.endpoints[idx] + ": " + e.message;
+            failures += (failures.empty() ? "" : "; ") + eps[idx] + ": " + e.message;
             continue;
         }
         preferred_.store(idx);
@@ -236,16 +274,42 @@ result<json> etcd_gateway::call(const std::string & path, const json & body) {
 
 result<long> etcd_gateway::stream(const std::string & path, const json & body, const std::function<bool(std::string_view)> & on_data,
                                   const stop_fn & should_stop, std::string * error_body) {
-    const size_t n = opts_.endpoints.size();
+    using steady = std::chrono::steady_clock;
+    const std::vector<std::string> eps = endpoints();
+    const size_t n = eps.size();
     if (n == 0) return make_error(errc::invalid_argument, "no etcd endpoint configured");
     std::string failures;
     const size_t first = preferred_.load();
     for (size_t i = 0; i < n; ++i) {
         const size_t idx = (first + i) % n;
-        bool got_data = false;
+        bool got_data = false, hung = false;
+        auto quiet_since = steady::now();
+        // A silent stream is fine while its member answers a read; a member that does not is hung.
+        auto stop_or_hung = [&] {
+            if (should_stop()) return true;
+            if (opts_.stream_idle.count() <= 0 || steady::now() - quiet_since < opts_.stream_idle) return false;
+            if (member_answers(eps[idx])) {
+                quiet_since = steady::now();
+                return false;
+            }
+            hung = true;
+            return true;
+        };
         auto r = http_stream(
-            post(opts_.endpoints[idx], path, body, std::chrono::milliseconds(0), opts_.connect_timeout),
-            [&](std::string_view d) { got_data = true; return on_data(d); }, should_stop);
+            post(eps[idx], path, body, std::chrono::milliseconds(0), opts_.connect_timeout),
+            [&](std::string_view d) {
+                got_data = true;
+                quiet_since = steady::now();
+                return on_data(d);
+            },
+            stop_or_hung);
+        if (hung) {
+            preferred_.store((idx + 1) % n);
+            const std::string why = "etcd member " + eps[idx] + " stopped answering (a silent " + path + " stream and no answer to a read)";
+            if (got_data) return make_error(errc::unavailable, why);  // the caller resumes on the next member
+            failures += (failures.empty() ? "" : "; ") + why;
+            continue;
+        }
         if (!r.ok()) {
             if (got_data) return r.err();  // the stream started and broke: the caller resumes
             failures += (failures.empty() ? "" : "; ") + r.err().message;
@@ -320,7 +384,7 @@ result<int64_t> etcd_gateway::grant(std::chrono::seconds ttl) {
 }
 
 result<int64_t> etcd_gateway::keepalive(int64_t lease) {
-    auto j = call("lease/keepalive", {{"ID", std::to_string(lease)}});
+    auto j = call("lease/keepalive", {{"ID", std::to_string(lease)}}, opts_.keepalive_timeout);
     if (!j.ok()) return j.err();
     const json & r = j->contains("result") ? (*j)["result"] : j.value();
     return to_int64(r, "TTL");  // absent (0): etcd no longer knows the lease

@@ -9,10 +9,18 @@
 //   Unavailable, DeadlineExceeded, HTTP 503), the next member is tried, until each was tried once.
 //   A write whose answer was lost may have been applied: callers write idempotently (plain puts) or
 //   under a compare (txn) and re-read on a failed compare.
-// * Each unary call is bounded by request_timeout per member; watch and campaign are streams with no
-//   overall limit, stopped through their `should_stop` (polled about once a second).
-// * Thread-safe (the only shared state is the preferred member's index).
+// * Each unary call is bounded by request_timeout per member (a lease keepalive by
+//   keepalive_timeout, so a hung member cannot outlast a lease); watch and campaign are streams with
+//   no overall limit, stopped through their `should_stop` (polled about once a second).
+// * A stream that has carried nothing for stream_idle has its member checked with a linearizable
+//   read (which needs the member to be in a quorum). A member that does not answer in time is hung
+//   (stopped, blackholed, cut off from its peers): the stream ends with errc::unavailable, the next
+//   member becomes the preferred one, and the caller resumes there from its last revision.
+// * sync_members() adds the cluster's members (their client URLs) to the endpoints it was given, so
+//   an agent told one member still fails over when that one hangs.
+// * Thread-safe (shared state: the endpoint list, under a mutex, and the preferred member's index).
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,6 +34,8 @@ struct etcd_options {
     std::vector<std::string> endpoints;  // "http://127.0.0.1:2379"
     std::chrono::milliseconds request_timeout{3000};
     std::chrono::milliseconds connect_timeout{1000};
+    std::chrono::milliseconds keepalive_timeout{0};  // per member; 0: request_timeout
+    std::chrono::milliseconds stream_idle{2000};     // 0: never check a silent stream's member
 };
 
 // "http://a:2379,http://b:2379" → endpoints (trailing slashes dropped). Errors: invalid_argument
@@ -52,16 +62,23 @@ class etcd_gateway final : public etcd_client {
     result<std::optional<etcd_leader>> leader(const std::string & name) override;
     status resign(const etcd_leader & leader) override;
 
-    const etcd_options & options() const { return opts_; }
+    // Adds the members etcd lists (cluster/member/list) to the endpoints; returns how many were new.
+    result<size_t> sync_members();
+    std::vector<std::string> endpoints() const;
 
   private:
     // POST /v3/<path> with failover; the parsed answer, or the error etcd (or the transport) gave.
-    result<nlohmann::json> call(const std::string & path, const nlohmann::json & body);
+    // `timeout`: per member, 0 for request_timeout.
+    result<nlohmann::json> call(const std::string & path, const nlohmann::json & body,
+                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+    // Whether `endpoint` serves a linearizable read within the stream_idle bound.
+    bool member_answers(const std::string & endpoint) const;
     // A streamed POST to the first member that accepts the connection; `on_data` as http_stream.
     result<long> stream(const std::string & path, const nlohmann::json & body, const std::function<bool(std::string_view)> & on_data,
                         const stop_fn & should_stop, std::string * error_body);
 
     etcd_options opts_;
+    mutable std::mutex mu_;  // guards opts_.endpoints (sync_members appends)
     std::atomic<size_t> preferred_{0};
 };
 

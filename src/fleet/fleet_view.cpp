@@ -18,6 +18,11 @@ std::string str(const ojson & j, const char * k) { return j.contains(k) && j[k].
 std::string derive_host_state(const std::optional<host_record> & record, const std::vector<health_observation> & observations, std::string & why) {
     why.clear();
     if (!record) {
+        for (const auto & o : observations)
+            if (o.state == "unreachable") {
+                why = o.observer + " reaches its server, but its lease lapsed: its agent cannot reach etcd";
+                return "unreachable";
+            }
         why = "not registered: its lease expired or was revoked";
         return "down";
     }

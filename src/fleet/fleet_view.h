@@ -5,6 +5,8 @@
 //
 // State of a host (derive_host_state, pure):
 //   down      no record (its lease expired or was revoked) — listed because the roster knows it
+//   unreachable  no record, but a peer's probe reaches its server: its agent is cut off from etcd
+//             (or stopped) while the server serves; the gateway keeps routing to it
 //   degraded  registered, but its own agent reports the server not ready (starting, crash loop,
 //             unresponsive), or a peer's fresh probe of its /v1/health/ready failed
 //   up        registered, ready, and no peer disagrees

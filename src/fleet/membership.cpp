@@ -34,7 +34,8 @@ void peer_monitor::observe(const std::string & id, const std::string & state, bo
         std::lock_guard<std::mutex> lock(mu_);
         auto & p = peers_[id];
         p.id = id;
-        if (state != "down" && !p.registered) return;  // a probe that finished after the peer left
+        if (!p.registered && (state == "up" || state == "degraded")) return;  // a probe that finished after the peer left
+        if (state == "unreachable" && (p.registered || !p.lapsed)) return;     // ... or after it came back
         if (p.state != state) {
             rc::log::info("fleet", "peer_state", {{"peer", id}, {"from", p.state}, {"to", state}, {"error", error}});
             p.state = state;
@@ -57,13 +58,17 @@ void peer_monitor::apply(const etcd_kv & kv, bool deleted) {
     const std::string id = fleet_keys::tail(kv.key, keys_.hosts());
     if (id.empty()) return;
     if (deleted) {
+        bool probe_first;
         {
             std::lock_guard<std::mutex> lock(mu_);
             auto & p = peers_[id];
             p.id = id;
             p.registered = false;
+            p.lapsed = p.record && !p.record->openai_url.empty();
+            probe_first = p.lapsed;
         }
-        observe(id, "down", false, "its lease expired or was revoked (agent gone)");
+        // With an address to try, the next probe tells unreachable (the server answers) from down.
+        if (!probe_first) observe(id, "down", false, "its lease expired or was revoked (agent gone)");
         return;
     }
     auto rec = parse_host_record(kv.value);
@@ -71,6 +76,7 @@ void peer_monitor::apply(const etcd_kv & kv, bool deleted) {
     auto & p = peers_[id];
     p.id = id;
     p.registered = true;
+    p.lapsed = false;
     if (rec.ok()) p.record = rec.value();
     if (id == self_) p.state = "up";
 }
@@ -115,7 +121,21 @@ void peer_monitor::run_watch(const stop_fn & should_stop) {
 void peer_monitor::probe_once() {
     std::vector<peer_info> snapshot = peers();
     for (const auto & p : snapshot) {
-        if (p.id == self_ || !p.registered || !p.record) continue;
+        if (p.id == self_ || !p.record) continue;
+        if (!p.registered) {
+            if (!p.lapsed) continue;
+            ready_probe r = probe_ready(p.record->openai_url, probe_timeout_);
+            if (r.ready) {
+                observe(p.id, "unreachable", true, "its lease lapsed (its agent cannot reach etcd) but its server answers");
+                continue;
+            }
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                if (auto it = peers_.find(p.id); it != peers_.end() && !it->second.registered) it->second.lapsed = false;
+            }
+            observe(p.id, "down", false, "its lease expired or was revoked and its server does not answer (" + r.error + ")");
+            continue;
+        }
         const std::string url = p.record->openai_url;
         if (url.empty()) {
             observe(p.id, "degraded", false, "it publishes no server address (server " + p.record->server.state + ")");

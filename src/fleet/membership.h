@@ -4,7 +4,11 @@
 // /v1/health/ready, so a peer whose agent lives but whose server hangs is degraded. What it sees it
 // publishes at <prefix>health/<peer>/<self> on its own lease:
 //
-//   {"state":"up|degraded|down","ready":true,"error":"","checked_at":"...","since":"..."}
+//   {"state":"up|degraded|unreachable|down","ready":true,"error":"","checked_at":"...","since":"..."}
+//
+// Unreachable is not gone: a peer whose record went with its lease is probed at its last address;
+// while its server answers it is `unreachable` (its agent is cut off from etcd, or stopped), and
+// `down` once the server does not answer either.
 //
 // Contract:
 // * Threads: run_watch() blocks (one thread) until `should_stop`; probe_once() runs on another; peers()
@@ -29,6 +33,7 @@ namespace rc::fleet {
 struct peer_info {
     std::string id;
     bool registered = false;
+    bool lapsed = false;  // unregistered, its last record kept: its server is probed at that address
     std::optional<host_record> record;
     std::string state = "down";  // as this agent sees it
     std::string error;

@@ -122,6 +122,8 @@ status fetch_http(const std::string & url, hub::partial_file & pf, const std::at
 
 fs::path versions_dir(const fs::path & data_dir) { return data_dir / "versions"; }
 
+const uint64_t k_resume_keep_max_bytes = uint64_t(4) << 30;
+
 result<fs::path> fetch_artifact(const std::string & source, const std::string & sha256, const fs::path & data_dir, const std::atomic<bool> * cancel) {
     const std::string want = lower(sha256);
     if (!is_hex64(want)) return make_error(errc::invalid_argument, "--sha256 must be 64 hex digits");
@@ -140,6 +142,9 @@ result<fs::path> fetch_artifact(const std::string & source, const std::string & 
         if (pf.ok() && pf->hash_existing(cancel).ok() && pf->finish_hex() == want) return final_path;
         fs::remove(final_path, ec);
     }
+    // Partial downloads of other artifacts are never resumed now: they only take space.
+    for (const auto & e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".part" && e.path().filename() != want + ".part") fs::remove(e.path(), ec);
     auto pf = hub::partial_file::open(dir / (want + ".part"));
     if (!pf.ok()) return pf.err();
     if (http && pf->size() > 0)
@@ -150,7 +155,13 @@ result<fs::path> fetch_artifact(const std::string & source, const std::string & 
         if (last.ok() || !http || last.err().code != errc::unavailable || (cancel && cancel->load())) break;
         rc::log::warn("fleet", "artifact_download_retry", {{"error", last.err().message}, {"have_bytes", int64_t(pf->size())}});
     }
-    if (!last.ok()) return last.err();  // the .part stays: the next try resumes
+    if (!last.ok()) {
+        // Only an HTTP download cut off in transit is a resume point worth its space; a local copy
+        // never resumes, and a write failure (a full disk) would fail the same way again.
+        const bool resumable = http && last.err().code == errc::unavailable && pf->size() > 0 && pf->size() <= k_resume_keep_max_bytes;
+        if (!resumable) pf->remove();
+        return last.err();
+    }
     if (auto st = pf->sync(); !st) return st.err();
     const std::string got = pf->finish_hex();
     if (got != want) {

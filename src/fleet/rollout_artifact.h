@@ -13,8 +13,10 @@
 // Contract:
 // * Verify before unpack: fetch_artifact only ever leaves a file whose SHA-256 equals the one asked
 //   for; a mismatch deletes what was downloaded (errc::data_loss) and nothing reaches versions/.
-// * Resumable: an interrupted HTTP download keeps its .part and continues with a Range request
-//   (re-hashing what is there first); a server that ignores the range restarts it from zero.
+// * Resumable: an HTTP download cut off in transit keeps its .part (up to k_resume_keep_max_bytes)
+//   and continues with a Range request (re-hashing what is there first); a server that ignores the
+//   range restarts it from zero. Any other failure (a local copy, a full disk, a refused source)
+//   removes the .part, and a new download removes the .part files of other artifacts.
 // * Links switch atomically (a new link renamed over the old one).
 // * One thread uses these at a time per data directory (the agent's rollout thread).
 #include <atomic>
@@ -27,6 +29,8 @@
 namespace rc::fleet {
 
 namespace fs = std::filesystem;
+
+extern const uint64_t k_resume_keep_max_bytes;
 
 // `source`: http(s) URL, file:// URL or a path. Returns the verified tarball's path.
 // Errors: invalid_argument (bad source), data_loss (wrong SHA-256), unavailable (transfer), io.

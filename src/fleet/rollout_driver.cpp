@@ -46,6 +46,17 @@ result<bool> rollout_driver::step_once() {
         for (const auto & m : rec->models)
             if (m.status == "ready") h.models.push_back(m.name);
     }
+    for (const auto & h : view->rollout.hosts) live[h.id];  // a planned host missing from the roster counts as unregistered
+    // Unregistered since when: this driver's monotonic clock, from its first read that saw it so.
+    const auto now = std::chrono::steady_clock::now();
+    for (auto & [id, h] : live) {
+        if (h.registered) {
+            unregistered_since_.erase(id);
+            continue;
+        }
+        auto since = unregistered_since_.emplace(id, now).first->second;
+        h.unregistered_for = std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
+    }
     rollout_decision d = decide_rollout(view->rollout, view->progress, live, std::chrono::system_clock::now());
     const bool stamp = view->rollout.driver != host_ && !view->rollout.finished();
     if (d.action == rollout_action::none && !stamp) return false;

@@ -5,10 +5,14 @@
 // revision (stamping itself as `driver`). Everything it knows is in etcd, so when it dies its lease
 // expires, the next candidate leads and carries on from the same records.
 //
+// Time: a host counts as gone after host_timeout unregistered (no lease-bound record) on this
+// driver's monotonic clock; the wall-clock times hosts write are never compared with it.
+//
 // Contract: run() blocks until `should_stop` (one thread); leading() from any thread.
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "fleet/etcd_client.h"
@@ -33,6 +37,7 @@ class rollout_driver {
     std::function<int64_t()> lease_;
     std::chrono::milliseconds poll_;
     std::atomic<bool> leading_{false};
+    std::map<std::string, std::chrono::steady_clock::time_point> unregistered_since_;  // step_once's thread only
 };
 
 }  // namespace rc::fleet

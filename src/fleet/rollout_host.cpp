@@ -288,11 +288,15 @@ rollout_host::outcome rollout_host::finish_switched(const rollout_record & r, ho
     (void) rollout_slots(etcd_, keys_, r.id, opts_.host).release(slots_for(r, opts_.host));
     if (auto why = bake(r, should_stop); !why.empty()) return roll_back(r, p, rollback_argv, rollback_link, why, "rollout_failed");
     if (should_stop()) return {};
+    // Done means the server says so: its own /v1/metadata reports the version rolled out.
+    const std::string runs = probe_server(main_.snapshot().openai_url, opts_.smoke_timeout, opts_.api_key).version;
+    if (runs != r.spec.version)
+        return roll_back(r, p, rollback_argv, rollback_link, "the new server reports version '" + runs + "', not " + r.spec.version, "rollout_failed");
     prune_versions(opts_.data_dir);
     return {"done", "runs " + r.spec.version};
 }
 
-rollout_host::outcome rollout_host::upgrade(const rollout_record & r, host_progress p, const stop_fn & should_stop) {
+rollout_host::outcome rollout_host::upgrade(const rollout_record & r, host_progress & p, const stop_fn & should_stop) {
     const auto current = linked_version(opts_.data_dir, "current");
     const std::string running = current ? *current : opts_.self_version;
     const bool resumed = p.step != "pending";
@@ -371,9 +375,8 @@ void rollout_host::run(const stop_fn & should_stop) {
         if (p.terminal()) continue;
         const outcome o = upgrade(r, p, should_stop);
         if (o.step.empty() || should_stop()) continue;  // stopping: the progress stays where it was, the next life resumes it
-        auto latest = etcd_.get(keys_.rollout_host(r.id, opts_.host));
-        if (latest.ok() && !latest->kvs.empty())
-            if (auto q = parse_host_progress(latest->kvs[0].value); q.ok()) p = q.value();
+        // `p` is what this host wrote along the way (from_version, attempts, bake_until); write()
+        // retries until etcd takes the final step.
         write(r, p, o.step, o.message, should_stop);
     }
 }

@@ -66,7 +66,7 @@ class rollout_host {
         std::string message;
     };
 
-    outcome upgrade(const rollout_record & r, host_progress p, const stop_fn & should_stop);
+    outcome upgrade(const rollout_record & r, host_progress & p, const stop_fn & should_stop);
     outcome finish_switched(const rollout_record & r, host_progress & p, const std::vector<std::string> & rollback_argv,
                             const std::string & rollback_link, const stop_fn & should_stop);
     outcome roll_back(const rollout_record & r, host_progress & p, const std::vector<std::string> & argv, const std::string & link,

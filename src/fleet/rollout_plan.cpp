@@ -124,11 +124,9 @@ rollout_decision decide_rollout(const rollout_record & r, const std::map<std::st
         if (p.step == "done") continue;
         all_done = false;
         auto lh = live.find(id);
-        if (lh == live.end() || !lh->second.registered) {
-            const auto since = store::parse_rfc3339(p.updated_at.empty() ? r.cohort_started_at : p.updated_at);
-            if (since && now - *since > r.spec.host_timeout)
-                return halt("host " + id + " has been down since " + store::format_rfc3339(*since) + " (during step " + p.step + ")");
-        }
+        if (lh != live.end() && !lh->second.registered && lh->second.unregistered_for > r.spec.host_timeout)
+            return halt("host " + id + " has been unregistered for " + std::to_string(lh->second.unregistered_for.count() / 1000) +
+                        " s (during step " + p.step + ")");
     }
     if (!all_done) return d;
     if (r.cohort + 1 >= int(r.cohorts.size())) {

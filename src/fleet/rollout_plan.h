@@ -37,6 +37,9 @@ struct live_host {
     bool ready = false;
     std::string version;
     std::vector<std::string> models;  // ready models
+    // How long the driver has seen it unregistered, on the driver's own monotonic clock (never
+    // another host's wall clock: docs/FLEET.md "Time").
+    std::chrono::milliseconds unregistered_for{0};
 };
 
 enum class rollout_action { none, start, advance, finish, halt };
@@ -45,7 +48,9 @@ struct rollout_decision {
     rollout_record next;  // the record to write (action != none)
 };
 // pending → plan and start (halt when no host is registered); running → halt on a failed host or
-// one unregistered longer than host_timeout, advance when the cohort is done, finish after the last.
+// one unregistered for longer than host_timeout, advance when the cohort is done, finish after the
+// last. `now` only stamps the record's times for people; no decision compares it with a time another
+// host wrote.
 rollout_decision decide_rollout(const rollout_record & r, const std::map<std::string, host_progress> & progress,
                                 const std::map<std::string, live_host> & live, sys_time now);
 

@@ -41,7 +41,7 @@ gateway_metrics::gateway_metrics()
 
 void gateway_metrics::collect_hosts(const host_table & hosts) {
     registry.add_collector([this, &hosts](metrics::scrape_sink & s) {
-        std::map<std::string, int> by_state = {{"up", 0}, {"degraded", 0}, {"down", 0}};
+        std::map<std::string, int> by_state = {{"up", 0}, {"degraded", 0}, {"unreachable", 0}, {"down", 0}};
         for (const auto & h : hosts.hosts()) {
             ++by_state[h.state];
             s.add(inflight_, {h.id}, h.inflight);

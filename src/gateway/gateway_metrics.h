@@ -13,7 +13,7 @@
 //   rustycage_gateway_lookups_total{host,outcome}               counter   outcome: answered | failed (incl. timeouts)
 //   rustycage_gateway_lookup_seconds                            histogram one request's lookup fan-out, start → decision
 //   rustycage_gateway_cached_tokens_total{host,tier}            counter   prompt tokens the chosen host reported cached
-//   rustycage_gateway_hosts{state}                              gauge     hosts by state (up | degraded | down), at scrape
+//   rustycage_gateway_hosts{state}                              gauge     hosts by state (up | degraded | unreachable | down), at scrape
 //   rustycage_gateway_inflight{host}                            gauge     requests in flight to each host, at scrape
 //   rustycage_build_info{version,llama_commit}                  gauge     always 1
 //

@@ -41,6 +41,7 @@ status gateway_server::start(const gateway_listen & listen) {
     openai_port_ = listeners_.port(0);
     ollama_port_ = listeners_.port(1);
     watch_ = std::thread([this] { hosts_.run([this] { return stopping_.load(); }); });
+    prober_ = std::thread([this] { hosts_.run_probes([this] { return stopping_.load(); }, std::chrono::milliseconds(500), std::chrono::milliseconds(1000)); });
     rc::log::info("gateway", "listening", {{"host", listen.host}, {"openai_port", openai_port_}, {"ollama_port", ollama_port_},
                                            {"policy", policy_name(ctx_->opts.policy)}});
     return {};
@@ -50,6 +51,7 @@ void gateway_server::stop() {
     stopping_ = true;
     listeners_.stop();
     if (watch_.joinable()) watch_.join();
+    if (prober_.joinable()) prober_.join();
 }
 
 }  // namespace rc::gateway

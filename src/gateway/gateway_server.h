@@ -47,6 +47,7 @@ class gateway_server {
     std::unique_ptr<gateway_context> ctx_;
     api::listeners listeners_;
     std::thread watch_;
+    std::thread prober_;  // hosts whose lease lapsed: does their server still answer?
     std::atomic<bool> stopping_{false};
     int openai_port_ = -1, ollama_port_ = -1;
 };

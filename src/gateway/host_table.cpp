@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "fleet/server_probe.h"
 #include "gateway/request_shape.h"
 #include "util/log.h"
 
@@ -44,7 +45,7 @@ status host_table::refresh() {
     std::lock_guard lock(mu_);
     // Keep what only the gateway knows (in flight, ejections, reported load); replace what etcd says.
     for (auto & [id, e] : hosts_) {
-        e.record.reset();
+        lapse(e);  // a host still registered gets its record back below
         e.observations.clear();
     }
     revision_ = std::max(hosts->revision, health->revision);
@@ -60,10 +61,13 @@ void host_table::apply(const fleet::etcd_kv & kv, bool deleted) {
         if (id.empty()) return;
         auto & e = hosts_[id];
         if (deleted) {
-            e.record.reset();
+            lapse(e);
             return;
         }
-        if (auto r = fleet::parse_host_record(kv.value); r.ok()) e.record = r.value();
+        if (auto r = fleet::parse_host_record(kv.value); r.ok()) {
+            e.record = r.value();
+            e.lapsed.reset();
+        }
         return;
     }
     if (!kv.key.starts_with(keys_.health())) return;
@@ -132,6 +136,37 @@ void host_table::run(const fleet::stop_fn & should_stop) {
     }
 }
 
+void host_table::lapse(entry & e) {
+    if (!e.record) return;
+    e.lapsed = std::move(e.record);
+    e.record.reset();
+    e.lapsed_checked = false;
+}
+
+void host_table::probe_lapsed(std::chrono::milliseconds timeout) {
+    std::vector<std::pair<std::string, std::string>> targets;  // id, url
+    {
+        std::lock_guard lock(mu_);
+        for (const auto & [id, e] : hosts_)
+            if (!e.record && e.lapsed) targets.emplace_back(id, e.lapsed->openai_url);
+    }
+    for (const auto & [id, url] : targets) {
+        const bool answers = !url.empty() && fleet::probe_ready(url, timeout).ready;
+        std::lock_guard lock(mu_);
+        auto it = hosts_.find(id);
+        if (it == hosts_.end() || it->second.record || !it->second.lapsed || it->second.lapsed->openai_url != url) continue;
+        if (answers) it->second.lapsed_checked = true;
+        else it->second.lapsed.reset();  // down: a later registration brings it back
+    }
+}
+
+void host_table::run_probes(const fleet::stop_fn & should_stop, std::chrono::milliseconds interval, std::chrono::milliseconds timeout) {
+    while (!should_stop()) {
+        probe_lapsed(timeout);
+        pause(interval, should_stop);
+    }
+}
+
 bool host_table::synced() const {
     std::lock_guard lock(mu_);
     return synced_;
@@ -142,17 +177,25 @@ host_view host_table::view(const std::string & id, const entry & e, steady::time
     v.id = id;
     std::vector<fleet::health_observation> obs;
     for (const auto & [_, o] : e.observations) obs.push_back(o);
-    v.state = fleet::derive_host_state(e.record, obs, v.why);
+    const fleet::host_record * rec = e.record ? &*e.record : nullptr;
+    if (!rec && e.lapsed) {
+        rec = &*e.lapsed;
+        v.state = "unreachable";
+        v.why = e.lapsed_checked ? "its lease lapsed (its agent cannot reach etcd) but its server answers"
+                                 : "its lease lapsed; checking whether its server still answers";
+    } else {
+        v.state = fleet::derive_host_state(e.record, obs, v.why);
+    }
     v.inflight = e.inflight;
     v.slots = e.slots;
-    if (e.record) {
-        v.url = e.record->openai_url;
-        for (const auto & m : e.record->models)
+    if (rec) {
+        v.url = rec->openai_url;
+        for (const auto & m : rec->models)
             if (m.status == "ready") v.models.push_back(m);
-        if (e.record->load.known) v.reported_busy = static_cast<int>(e.record->load.running + e.record->load.queued);
+        if (rec->load.known) v.reported_busy = static_cast<int>(rec->load.running + rec->load.queued);
     }
     if (e.lookup_busy >= 0 && now - e.lookup_at < lookup_load_fresh_for) v.reported_busy = e.lookup_busy;
-    const bool same_server = e.record && e.record->server.pid == e.ejected_pid && e.record->openai_url == e.ejected_url;
+    const bool same_server = rec && rec->server.pid == e.ejected_pid && rec->openai_url == e.ejected_url;
     v.ejected = now < e.ejected_until && same_server;
     return v;
 }
@@ -192,8 +235,9 @@ void host_table::eject(const std::string & id) {
     std::lock_guard lock(mu_);
     auto & e = hosts_[id];
     e.ejected_until = steady::now() + eject_for_;
-    e.ejected_pid = e.record ? e.record->server.pid : 0;
-    e.ejected_url = e.record ? e.record->openai_url : "";
+    const auto & rec = e.record ? e.record : e.lapsed;
+    e.ejected_pid = rec ? rec->server.pid : 0;
+    e.ejected_url = rec ? rec->openai_url : "";
 }
 
 void host_table::note_load(const std::string & id, int busy, int slots) {

@@ -9,8 +9,11 @@
 //   and deletes as they come (a deleted host record: its lease expired — down). etcd failures are
 //   retried with backoff; meanwhile the last picture stays in use (the fleet is advisory: an etcd
 //   outage must not stop traffic to hosts that are fine). Blocks until `should_stop`.
-// * Routable = up, not ejected. An ejection (a connection to the host failed) lasts `eject_for`, or
-//   until the host's record names another server (restarted: new pid or address).
+// * Routable = up or unreachable, not ejected. An ejection (a connection to the host failed) lasts
+//   `eject_for`, or until the host's record names another server (restarted: new pid or address).
+// * Unreachable is not gone: a host whose record went with its lease keeps its last record and is
+//   `unreachable` (routed on that record) until probe_lapsed() finds its server not answering —
+//   then it is down. An agent cut off from etcd does not take a serving server out of the fleet.
 // * Thread-safe: the watch thread writes, request threads read and count.
 #include <algorithm>
 #include <chrono>
@@ -34,14 +37,15 @@ using steady = std::chrono::steady_clock;
 
 // One host as a request thread sees it (a copy).
 struct host_view {
-    std::string id, state, why;  // state: up | degraded | down
+    std::string id, state, why;  // state: up | degraded | unreachable | down
     std::string url;             // where its API listens (the record's OpenAI address; both ports serve every route)
     std::vector<fleet::model_fact> models;  // servable ones (status ready)
     bool ejected = false;
     int inflight = 0;            // this gateway's requests to it, not yet finished
     int reported_busy = -1;      // running + queued it last reported (lookup answer, else its record); -1: unknown
     int slots = 4;               // sequences a model decodes at once (from lookup answers; 4 until one says)
-    bool routable() const { return state == "up" && !ejected && !url.empty(); }
+    static bool routable_state(const std::string & s) { return s == "up" || s == "unreachable"; }
+    bool routable() const { return routable_state(state) && !ejected && !url.empty(); }
     bool serves(const std::string & model) const;        // a ready model of that name (same_model)
     bool model_loaded(const std::string & model) const;  // ... and loaded, as the record says
     int busy() const { return std::max(inflight, reported_busy); }
@@ -54,6 +58,10 @@ class host_table {
     void run(const fleet::stop_fn & should_stop);
     // One full read (run() does it first, and after a compaction). Errors: etcd's.
     status refresh();
+    // Probes the servers of hosts whose lease lapsed: answering, they stay unreachable (routable);
+    // not answering, they are down. run_probes() does it every `interval` until `should_stop`.
+    void probe_lapsed(std::chrono::milliseconds timeout);
+    void run_probes(const fleet::stop_fn & should_stop, std::chrono::milliseconds interval, std::chrono::milliseconds timeout);
 
     bool synced() const;  // a read of etcd succeeded at least once
     std::vector<host_view> hosts() const;  // by id, down ones included
@@ -74,6 +82,8 @@ class host_table {
   private:
     struct entry {
         std::optional<fleet::host_record> record;
+        std::optional<fleet::host_record> lapsed;  // the last record, after its lease lapsed
+        bool lapsed_checked = false;               // a probe has answered since
         std::map<std::string, fleet::health_observation> observations;  // by observer
         int inflight = 0;
         steady::time_point ejected_until{};
@@ -83,6 +93,7 @@ class host_table {
         steady::time_point lookup_at{};
     };
     void apply(const fleet::etcd_kv & kv, bool deleted);
+    static void lapse(entry & e);
     host_view view(const std::string & id, const entry & e, steady::time_point now) const;
 
     fleet::etcd_client & etcd_;

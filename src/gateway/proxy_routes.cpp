@@ -166,7 +166,7 @@ api::http_response forward(gateway_context & g, const api::http_request & req) {
 
         auto & hosts = g.hosts;
         auto attempt = std::make_shared<upstream_attempt>(
-            upstream_request(g, *h, req), [&hosts, id] { return hosts.state_of(id) != "up"; }, [&hosts, id] { return hosts.state_of(id) == "down"; },
+            upstream_request(g, *h, req), [&hosts, id] { return !host_view::routable_state(hosts.state_of(id)); }, [&hosts, id] { return hosts.state_of(id) == "down"; },
             hosts.begin(id));
         const auto outcome = attempt->wait(req.client_gone);
         if (outcome == upstream_attempt::outcome::client_gone) {

@@ -75,7 +75,18 @@ class agent_process {
         return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
     }
 
-    bool running() const { return pid_ > 0 && ::kill(pid_, 0) == 0; }
+    // Reaps the agent when it has exited (exit_code() then tells how).
+    bool running() {
+        if (pid_ <= 0) return false;
+        int st = 0;
+        if (waitpid(pid_, &st, WNOHANG) == pid_) {
+            exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+            pid_ = -1;
+            return false;
+        }
+        return true;
+    }
+    int exit_code() const { return exit_code_; }
     pid_t pid() const { return pid_; }
     const std::string & id() const { return cfg_.host_id; }
     const std::filesystem::path & dir() const { return dir_; }
@@ -87,6 +98,7 @@ class agent_process {
     agent_config cfg_;
     std::filesystem::path dir_;
     pid_t pid_ = -1;
+    int exit_code_ = 0;
 };
 
 struct cli_output {

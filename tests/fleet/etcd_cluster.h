@@ -66,12 +66,20 @@ class etcd_cluster {
     void kill_member(size_t i) {
         auto & m = members_[i];
         if (m.pid <= 0) return;
+        kill(m.pid, SIGCONT);
         kill(m.pid, SIGKILL);
         int st = 0;
         waitpid(m.pid, &st, 0);
         m.pid = -1;
     }
     void restart_member(size_t i) { start(i, false); }
+    // SIGSTOP / SIGCONT: a hung member (connections are accepted, nothing is answered), not a dead one.
+    void freeze_member(size_t i) {
+        if (members_[i].pid > 0) kill(members_[i].pid, SIGSTOP);
+    }
+    void thaw_member(size_t i) {
+        if (members_[i].pid > 0) kill(members_[i].pid, SIGCONT);
+    }
     bool running(size_t i) const { return members_[i].pid > 0; }
     const std::filesystem::path & dir() const { return dir_.path(); }
 

@@ -204,5 +204,80 @@ TEST(etcd_real, a_dead_member_is_failed_over) {
     EXPECT_GT(g.keepalive(lease.value()).value(), 0);
 }
 
+TEST(etcd_real, a_hung_member_is_left_by_watches_and_keepalives) {
+    REQUIRE_ETCD();
+    etcd_cluster c(3);
+    ASSERT_TRUE(c.wait_healthy());
+    etcd_options o;
+    o.endpoints = c.endpoint_list();
+    o.stream_idle = 1000ms;
+    o.keepalive_timeout = 500ms;
+    etcd_gateway g(o);
+    ASSERT_TRUE(g.put("h", "1").ok());  // prefers member 0
+    auto lease = g.grant(2s);
+    ASSERT_TRUE(lease.ok());
+    std::atomic<bool> stop{false};
+    std::atomic<int> events{0};
+    int64_t next = g.get("h")->revision + 1;
+    std::thread t([&] {
+        while (!stop) {
+            auto w = g.watch("h", next, [&](const std::vector<etcd_event> & evs, int64_t) {
+                events += int(evs.size());
+                for (const auto & e : evs) next = std::max(next, e.kv.mod_revision + 1);
+            }, [&] { return stop.load(); });
+            (void) w;
+        }
+    });
+    std::thread keep([&] {
+        while (!stop) {
+            (void) g.keepalive(lease.value());
+            std::this_thread::sleep_for(600ms);
+        }
+    });
+    struct joiner {
+        std::atomic<bool> & stop;
+        std::thread & a;
+        std::thread & b;
+        ~joiner() {
+            stop = true;
+            if (a.joinable()) a.join();
+            if (b.joinable()) b.join();
+        }
+    } join_on_exit{stop, t, keep};
+    ASSERT_TRUE(g.put("h", "2").ok());
+    ASSERT_TRUE(eventually([&] { return events.load() == 1; }, 10s));
+
+    // Member 0 hangs (SIGSTOP): connections are accepted, nothing is answered.
+    c.freeze_member(0);
+    etcd_options others;
+    others.endpoints = {c.endpoint(1), c.endpoint(2)};
+    etcd_gateway w(others);
+    ASSERT_TRUE(eventually([&] { return w.put("h", "3").ok(); }, 20s));
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(eventually([&] { return events.load() == 2; }, 20s)) << "the watch moved to another member";
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    EXPECT_LE(took, 4000ms) << "idle bound 1 s + the member check";
+    // The lease (TTL 2 s) lived through it: keepalives gave up on the hung member within 500 ms.
+    std::this_thread::sleep_for(3s);
+    auto ttl = w.time_to_live(lease.value());
+    ASSERT_TRUE(ttl.ok());
+    EXPECT_GT(ttl->ttl, 0) << "the lease expired behind a hung member";
+    c.thaw_member(0);
+}
+
+TEST(etcd_real, every_member_is_learned_from_one_endpoint) {
+    REQUIRE_ETCD();
+    etcd_cluster c(3);
+    ASSERT_TRUE(c.wait_healthy());
+    auto g = gateway({c.endpoint(0)});
+    auto added = g.sync_members();
+    ASSERT_TRUE(added.ok()) << added.err().message;
+    EXPECT_EQ(added.value(), 2u);
+    EXPECT_EQ(g.endpoints().size(), 3u);
+    EXPECT_EQ(g.sync_members().value(), 0u) << "known members are not added twice";
+    c.kill_member(0);
+    EXPECT_TRUE(eventually([&] { return g.put("x", "1").ok(); }, 20s)) << "told one member, it fails over to the others";
+}
+
 }  // namespace
 }  // namespace rc::fleet

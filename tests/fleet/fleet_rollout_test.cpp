@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "fake_github.h"
@@ -29,15 +30,18 @@ std::string sha(const std::string & name) {
 
 class fleet_rollout : public fleet_fixture {
   protected:
-    // Three hosts: a and b serve `duo` (and tiny), c only tiny.
-    void start_fleet(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
+    // Three hosts: a and b serve `duo` (and tiny), c only tiny. `host_env`: more environment for one host.
+    void start_fleet(std::vector<std::string> extra = {}, std::vector<std::string> env = {},
+                     std::map<std::string, std::vector<std::string>> host_env = {}) {
         start_cluster(3);
         extra.insert(extra.end(), {"--rollout-ready-timeout", "15s"});
         for (const char * id : {"a", "b", "c"}) {
             fs::create_directories(root.path() / id / "models");
             if (std::string(id) != "c")
                 fs::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / id / "models" / "duo.gguf");
-            add_agent(id, extra, env);
+            std::vector<std::string> e = env;
+            e.insert(e.end(), host_env[id].begin(), host_env[id].end());
+            add_agent(id, extra, e);
         }
         ASSERT_TRUE(eventually([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
     }
@@ -163,6 +167,21 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
     for (const char * id : {"a", "b", "c"}) {
         EXPECT_EQ(v->progress[id].step, "done") << id;
         expect_on_new_version(id);
+        // The host record reports what the server runs, and the packed binary says what it was packed as.
+        EXPECT_TRUE(eventually([&] { auto r = record(id); return r && r->version == good_version; }, 30s)) << id << " reports " << record(id)->version;
+        auto packed = fleet::http_call(fleet::http_request{"GET", record(id)->openai_url + "/v1/metadata"});
+        ASSERT_TRUE(packed.ok());
+        EXPECT_EQ(json::parse(packed->body).value("version", ""), good_version) << id;
+    }
+    {
+        const auto bin = data("a") / "versions" / good_version / "bin" / "rustycage";
+        FILE * p = popen(("'" + bin.string() + "' version --no-devices 2>&1").c_str(), "r");
+        ASSERT_TRUE(p);
+        std::string out;
+        char buf[512];
+        for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+        pclose(p);
+        EXPECT_EQ(out.rfind("rustycage " + good_version + " ", 0), 0u) << out;
     }
     EXPECT_EQ(client.failed, 0) << "a request failed on every up host";
     EXPECT_EQ(client.both_down, 0) << "duo's two hosts were down at once";
@@ -189,6 +208,36 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
     EXPECT_EQ(shown["id"], j["id"]);
     EXPECT_EQ(shown["state"], "done");
     EXPECT_EQ(shown["done"], 3);
+}
+
+// No decision compares one host's wall clock with another's (docs/FLEET.md "Time"): with a an hour
+// ahead and b an hour behind, and b's agent down for 7 s in the middle of its step, the rollout
+// runs to done under the default --host-timeout.
+TEST_F(fleet_rollout, hosts_an_hour_off_either_way_and_a_short_outage_do_not_halt_a_rollout) {
+    REQUIRE_ETCD();
+    const std::string lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+    if (access(lib.c_str(), R_OK) != 0) GTEST_FAIL() << "no libfaketime: scripts/setup.sh installs faketime";
+    auto skew = [&](const std::string & offset) {
+        return std::vector<std::string>{"LD_PRELOAD=" + lib, "FAKETIME=" + offset, "DONT_FAKE_MONOTONIC=1"};
+    };
+    start_fleet({}, {}, {{"a", skew("+1h")}, {"b", skew("-1h")}});
+    auto ra = record("a"), rc_ = record("c");
+    ASSERT_TRUE(ra && rc_);
+    EXPECT_GT(ra->updated_at, rc_->updated_at) << "a's clock is ahead (the skew took effect)";
+
+    auto up = upgrade("good", sha("good"), {"--cohort-size", "2"});
+    ASSERT_EQ(up.code, 0) << up.out;
+    // b has written a step (stamped an hour behind): its agent and server die, and come back 7 s later.
+    ASSERT_TRUE(eventually([&] { auto s = step("b"); return !s.empty() && s != "pending" && s != "done"; }, 240s)) << rollout_logs();
+    agent("b").kill_agent(record("b")->server.pid);
+    std::this_thread::sleep_for(7s);
+    EXPECT_FALSE(finished()) << "the outage did not halt the rollout: " << rollout_logs();
+    agent("b").start();
+    ASSERT_TRUE(eventually([&] { return finished(); }, 240s)) << rollout_logs();
+    auto v = rollout();
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->rollout.state, "done") << v->rollout.message << "\n" << rollout_logs();
+    for (const char * id : {"a", "b", "c"}) EXPECT_EQ(v->progress[id].step, "done") << id;
 }
 
 TEST_F(fleet_rollout, a_bad_build_fails_the_canary_halts_the_rollout_and_files_one_issue) {

@@ -126,6 +126,11 @@ TEST(fleet_view, host_state_is_derived_from_record_and_peers) {
     EXPECT_EQ(derive_host_state(r, {{"b", "degraded", "timed out", "", false}}, why), "degraded");
     EXPECT_NE(why.find("b cannot use it: timed out"), std::string::npos);
     EXPECT_EQ(derive_host_state(r, {{"b", "down", "", "", false}}, why), "up") << "a stale 'down' from before it came back";
+    // No record, but a peer reaches its server: its agent is cut off from etcd, the host is not gone.
+    EXPECT_EQ(derive_host_state(std::nullopt, {{"b", "unreachable", "", "", true}}, why), "unreachable");
+    EXPECT_NE(why.find("b reaches its server"), std::string::npos) << why;
+    EXPECT_EQ(derive_host_state(std::nullopt, {{"b", "down", "", "", false}}, why), "down");
+    EXPECT_EQ(derive_host_state(r, {{"b", "unreachable", "", "", true}}, why), "up") << "registered again: the record decides";
 }
 
 TEST(server_probe, prometheus_text_is_parsed) {

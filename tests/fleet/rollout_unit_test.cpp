@@ -93,15 +93,22 @@ TEST(rollout_plan, the_driver_plans_advances_halts_and_finishes) {
     EXPECT_EQ(d.next.cohort, 1);
     r = d.next;
 
-    // A host of the cohort unregistered: waited for up to host_timeout, then the rollout halts.
+    // A host of the cohort unregistered: waited for up to host_timeout (as the driver measured it),
+    // then the rollout halts. The times hosts wrote play no part: an hour off either way, or a step
+    // silent for longer than the timeout, changes nothing.
     prog["a"] = host_progress::at("a", "cutover");
-    prog["a"].updated_at = store::format_rfc3339(t0);
     live["a"].registered = false;
-    EXPECT_EQ(decide_rollout(r, prog, live, t0 + 10s).action, rollout_action::none);
-    d = decide_rollout(r, prog, live, t0 + 31s);
+    for (std::chrono::minutes skew : {-60min, 60min, -20min}) {
+        prog["a"].updated_at = store::format_rfc3339(t0 + skew);
+        live["a"].unregistered_for = 7s;
+        EXPECT_EQ(decide_rollout(r, prog, live, t0).action, rollout_action::none) << "written at t0 " << skew.count() << " s";
+    }
+    live["a"].unregistered_for = 31s;
+    d = decide_rollout(r, prog, live, t0);
     ASSERT_EQ(d.action, rollout_action::halt);
     EXPECT_EQ(d.next.state, "failed");
-    EXPECT_NE(d.next.message.find("host a has been down"), std::string::npos) << d.next.message;
+    EXPECT_NE(d.next.message.find("host a has been unregistered for 31 s"), std::string::npos) << d.next.message;
+    live["a"].unregistered_for = 0s;
 
     // A failed host halts at once, with its reason.
     live["a"].registered = true;
@@ -253,6 +260,46 @@ TEST(rollout_artifact, an_http_download_resumes_where_it_stopped) {
     EXPECT_EQ(test::slurp(got.value()), body);
     ASSERT_EQ(ranges.size(), 1u);
     EXPECT_EQ(ranges[0], "bytes=" + std::to_string(body.size() / 2) + "-");
+}
+
+TEST(rollout_artifact, a_failed_download_leaves_no_part_unless_it_can_resume) {
+    test::temp_dir tmp("artifact-fail");
+    const fs::path tarball = make_tarball(tmp.path(), "0.2.0", "0.2.0");
+    const std::string body = test::slurp(tarball), sha = sha_of(tarball);
+    const fs::path data = tmp.path() / "data", downloads = data / "downloads";
+    fs::create_directories(downloads);
+    // Left behind by an older rollout: never resumed now, so it goes.
+    std::ofstream(downloads / (std::string(64, 'a') + ".part")) << "old";
+
+    // A local artifact that cannot be read: nothing stays (a local copy never resumes).
+    auto missing = fetch_artifact((tmp.path() / "gone.tar.gz").string(), sha, data);
+    ASSERT_FALSE(missing.ok());
+    EXPECT_FALSE(tree_has(downloads, ".part")) << "neither this download's .part nor the old one";
+
+    // HTTP: a refusal leaves nothing; a transfer cut off half way keeps its resume point.
+    httplib::Server srv;
+    srv.Get("/refused.tar.gz", [&](const httplib::Request &, httplib::Response & res) { res.status = 403; });
+    srv.Get("/cut.tar.gz", [&](const httplib::Request &, httplib::Response & res) {
+        res.set_content_provider(body.size(), "application/gzip", [&](size_t offset, size_t, httplib::DataSink & sink) {
+            if (offset >= body.size() / 2) return false;  // the connection drops half way
+            sink.write(body.data(), body.size() / 2);
+            return true;
+        });
+    });
+    const int port = srv.bind_to_any_port("127.0.0.1");
+    std::thread t([&] { srv.listen_after_bind(); });
+    srv.wait_until_ready();
+    const std::string base = "http://127.0.0.1:" + std::to_string(port);
+    auto refused = fetch_artifact(base + "/refused.tar.gz", sha, data);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_FALSE(tree_has(downloads, ".part"));
+    auto cut = fetch_artifact(base + "/cut.tar.gz", sha, data);
+    srv.stop();
+    t.join();
+    ASSERT_FALSE(cut.ok());
+    EXPECT_EQ(cut.err().code, errc::unavailable) << cut.err().message;
+    ASSERT_TRUE(fs::exists(downloads / (sha + ".part"))) << "a resumable transfer keeps its bytes";
+    EXPECT_EQ(fs::file_size(downloads / (sha + ".part")), body.size() / 2);
 }
 
 TEST(rollout_artifact, links_switch_atomically_and_name_the_binary_the_agent_runs) {

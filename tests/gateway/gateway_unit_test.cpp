@@ -274,7 +274,10 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
 
     ASSERT_TRUE(etcd.del(keys.host("a")).ok());
     ASSERT_TRUE(t.refresh());
-    EXPECT_EQ(t.state_of("a"), "down") << "its lease expired";
+    EXPECT_EQ(t.state_of("a"), "unreachable") << "its lease lapsed: routed on its last record until its server is probed";
+    EXPECT_EQ(t.host("a")->url, "http://127.0.0.1:1009") << t.to_json().dump();
+    t.probe_lapsed(std::chrono::milliseconds(500));
+    EXPECT_EQ(t.state_of("a"), "down") << "its server does not answer either";
     EXPECT_FALSE(t.host("a")->routable());
     etcd.set_down(true);
     EXPECT_FALSE(t.refresh());

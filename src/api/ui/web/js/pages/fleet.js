@@ -4,7 +4,7 @@
 import { badge, dataTable, h, section, setChildren, setText, statCard } from '../dom.js';
 import { formatDateTime, formatDuration, formatNumber, parseTime } from '../format.js';
 
-const STATE_KIND = { up: 'ok', degraded: 'warn', down: 'bad', draining: 'warn' };
+const STATE_KIND = { up: 'ok', degraded: 'warn', unreachable: 'warn', down: 'bad', draining: 'warn' };
 const SEVERITY_KIND = { critical: 'bad', high: 'bad', medium: 'warn', low: '' };
 
 // Only http(s) links are followed: the document comes from etcd, which many hands write.
@@ -119,7 +119,8 @@ export default {
         const list = doc.hosts ?? [];
         const count = (s) => list.filter((x) => x.state === s).length;
         setText(hostsCard.value, `${count('up')} up of ${list.length}`);
-        setText(hostsCard.sub, `${count('degraded')} degraded · ${count('down')} down`);
+        const unreachable = count('unreachable');
+        setText(hostsCard.sub, `${count('degraded')} degraded · ${unreachable ? `${unreachable} unreachable · ` : ''}${count('down')} down`);
         const open = (doc.incidents ?? []).filter((i) => !i.ack && !i.acked_at);
         setText(incidentsCard.value, formatNumber(open.length));
         setText(incidentsCard.sub, `${formatNumber((doc.incidents ?? []).length)} recorded`);
