@@ -161,6 +161,11 @@ http_request post(const std::string & endpoint, const std::string & path, const 
     return req;
 }
 
+bool is_endpoint_url(const std::string & s) {
+    static const std::regex url(R"(^https?://[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$)");
+    return std::regex_match(s, url);
+}
+
 json leader_json(const etcd_leader & l) {
     return {{"name", b64(l.name)}, {"key", b64(l.key)}, {"rev", std::to_string(l.rev)}, {"lease", std::to_string(l.lease)}};
 }
@@ -189,14 +194,13 @@ std::optional<std::string> etcd_base64_decode(const std::string & text) {
 }
 
 result<std::vector<std::string>> parse_etcd_endpoints(const std::string & csv) {
-    static const std::regex url(R"(^https?://[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$)");
     std::vector<std::string> out;
     std::stringstream ss(csv);
     for (std::string item; std::getline(ss, item, ',');) {
         while (!item.empty() && (item.back() == '/' || item.back() == ' ')) item.pop_back();
         while (!item.empty() && item.front() == ' ') item.erase(item.begin());
         if (item.empty()) continue;
-        if (!std::regex_match(item, url))
+        if (!is_endpoint_url(item))
             return make_error(errc::invalid_argument, "etcd endpoint '" + item + "' is not a URL like http://127.0.0.1:2379");
         out.push_back(item);
     }
@@ -214,7 +218,6 @@ std::vector<std::string> etcd_gateway::endpoints() const {
 result<size_t> etcd_gateway::sync_members() {
     auto j = call("cluster/member/list", json::object());
     if (!j.ok()) return j.err();
-    static const std::regex url(R"(^https?://[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$)");
     std::vector<std::string> found;
     if (auto ms = j->find("members"); ms != j->end() && ms->is_array())
         for (const auto & m : *ms)
@@ -223,7 +226,7 @@ result<size_t> etcd_gateway::sync_members() {
                     if (!u.is_string()) continue;
                     std::string s = u.get<std::string>();
                     while (!s.empty() && s.back() == '/') s.pop_back();
-                    if (std::regex_match(s, url)) found.push_back(s);
+                    if (is_endpoint_url(s)) found.push_back(s);
                 }
     std::lock_guard lock(mu_);
     size_t added = 0;
