@@ -27,6 +27,8 @@ free_port() {
 }
 
 "$mkmodel" --preset tiny-chat --out "$dir/demo.gguf" >/dev/null
+# A throwaway release key: the agents run only artifacts it signed (rustycage release sign --key).
+"$bin" release keygen --key "$dir/release.pem" --public "$dir/trusted-keys.pem" >/dev/null
 cluster="" endpoints=""
 declare -a cport pport
 for i in 0 1 2; do
@@ -45,7 +47,7 @@ echo "etcd: $endpoints"
 for h in lab-a lab-b lab-c; do
     mkdir -p "$dir/$h/models"
     ln -s "$dir/demo.gguf" "$dir/$h/models/demo.gguf"
-    "$bin" agent --etcd "$endpoints" --host-id "$h" --data-dir "$dir/$h/agent" --heartbeat-ttl 4s \
+    "$bin" agent --etcd "$endpoints" --host-id "$h" --data-dir "$dir/$h/agent" --heartbeat-ttl 4s --trusted-keys "$dir/trusted-keys.pem" \
         --models-dir "$dir/$h/models" --openai-port 0 --ollama-port 0 --threads 1 --ctx-size 1024 --preload demo --quiet-server \
         --log-level warn >"$dir/$h/agent.log" 2>&1 &
     pids+=($!)
@@ -61,5 +63,6 @@ echo
 echo
 echo "Try:  $bin fleet status --etcd $endpoints"
 echo "      $bin incidents list --etcd $endpoints"
+echo "      $bin release sign --key $dir/release.pem ARTIFACT   # then: fleet upgrade --etcd $endpoints --to V --artifact ARTIFACT --sha256 …"
 echo "Ctrl-C stops the fleet and removes $dir."
 wait

@@ -7,8 +7,11 @@
 #
 #   install.sh [--offline TARBALL | --dist DIR | --url BASE] [--version V] [--flavour auto|cpu|vulkan|cuda]
 #              [--data-dir DIR] [--models auto|none|NAME...] [--fleet --etcd URL [--host-id ID]]
+#              [--trusted-keys PEM]
 #              [--no-start] [--stage] [--root DIR] [--yes]
 #   install.sh --uninstall [--purge] [--root DIR]
+# --trusted-keys installs the lab's release public keys to /etc/rustycage/trusted-keys.pem (what the
+# fleet agent verifies rollout artifacts with) and makes this install check the artifact's .sig too.
 # --stage unpacks the version into /opt/rustycage/<version> and stops there (current, units and the
 # running service untouched): a rollout stages ahead of time, then runs install.sh again to switch.
 #
@@ -37,6 +40,7 @@ assume_yes=false
 uninstall=false
 purge=false
 stage_only=false
+trusted_keys=""
 
 say() { echo "[$PROG] $*"; }
 warn() { echo "[$PROG] warning: $*" >&2; }
@@ -59,6 +63,7 @@ while [ $# -gt 0 ]; do
         --host-id) host_id=${2:?--host-id needs an id}; shift 2 ;;
         --no-start) start=false; shift ;;
         --stage) stage_only=true; shift ;;
+        --trusted-keys) trusted_keys=${2:?--trusted-keys needs a PEM file}; shift 2 ;;
         --root) root=${2:?--root needs a directory}; shift 2 ;;
         --yes|-y) assume_yes=true; shift ;;
         --uninstall) uninstall=true; shift ;;
@@ -67,6 +72,7 @@ while [ $# -gt 0 ]; do
         *) echo "[$PROG] unknown option '$1'" >&2; usage ;;
     esac
 done
+[ -z "$trusted_keys" ] || [ -f "$trusted_keys" ] || die "--trusted-keys $trusted_keys does not exist"
 
 case "$flavour" in auto|cpu|vulkan|cuda) ;; *) die "--flavour must be auto, cpu, vulkan or cuda" ;; esac
 case "$data_dir" in /*) ;; *) die "--data-dir must be an absolute path" ;; esac
@@ -248,6 +254,7 @@ fetch_artifact() {
         [ -f "$source_tarball" ] || die "$source_tarball does not exist"
         verify_sums "$source_tarball" "${sums_file:-$(dirname "$source_tarball")/SHA256SUMS}"
         ARTIFACT=$source_tarball
+        verify_signature "$source_tarball.sig"
         return 0
     fi
     if [ -n "$dist_dir" ]; then
@@ -257,6 +264,7 @@ fetch_artifact() {
         [ -f "$f" ] || return 1
         verify_sums "$f" "${sums_file:-$dist_dir/SHA256SUMS}"
         ARTIFACT=$f
+        verify_signature "$f.sig"
         return 0
     fi
     [ -n "$url" ] || die "no artifact source: give --offline TARBALL, --dist DIR or --url BASE (or set RUSTYCAGE_RELEASE_URL)"
@@ -275,6 +283,34 @@ fetch_artifact() {
     curl -fL --retry 3 -o "$work/$name" "$url/$v/$name" || die "download of $name failed"
     verify_sums "$work/$name" "$work/SHA256SUMS"
     ARTIFACT="$work/$name"
+    if [ -n "$trusted_keys" ]; then curl -fsSL -o "$work/$name.sig" "$url/$v/$name.sig" || die "cannot download $url/$v/$name.sig"; fi
+    verify_signature "$work/$name.sig"
+}
+
+# With --trusted-keys: ARTIFACT's signature ($1: where ARTIFACT.sig is) must verify with one of them.
+verify_signature() {
+    [ -n "$trusted_keys" ] || return 0
+    command -v openssl >/dev/null || die "openssl is needed to check the artifact's signature (--trusted-keys)"
+    local sig=$1 sha key ok=false
+    [ -f "$sig" ] || die "no signature $(basename "$sig") for $(basename "$ARTIFACT"): refusing an unsigned artifact (--trusted-keys)"
+    sha=$(sha256sum "$ARTIFACT" | cut -d' ' -f1)
+    [ "$(sed -n 's/^sha256 //p' "$sig")" = "$sha" ] || die "$(basename "$sig") is the signature of another artifact"
+    sed -n 's/^ed25519 //p' "$sig" | base64 -d >"$work/sig.bin" 2>/dev/null || die "$(basename "$sig") is malformed"
+    printf 'rustycage-artifact 1\nsha256 %s\n' "$sha" >"$work/statement"
+    # Each PEM block of the trusted keys file in turn.
+    awk -v d="$work" '/BEGIN PUBLIC KEY/{n++} n{print > (d "/key." n ".pem")}' "$trusted_keys"
+    for key in "$work"/key.*.pem; do
+        [ -f "$key" ] || continue
+        if openssl pkeyutl -verify -pubin -inkey "$key" -rawin -in "$work/statement" -sigfile "$work/sig.bin" >/dev/null 2>&1; then ok=true; fi
+    done
+    [ "$ok" = true ] || die "$(basename "$ARTIFACT") is not signed by a trusted key ($trusted_keys): refusing it"
+    say "signature of $(basename "$ARTIFACT") verified ($trusted_keys)"
+}
+
+ensure_trusted_keys() {
+    [ -n "$trusted_keys" ] || return 0
+    mkdir -p "$ETC"
+    write_if_changed "installed /etc/rustycage/trusted-keys.pem (the fleet agent verifies rollout artifacts with it)" "$ETC/trusted-keys.pem" <"$trusted_keys" || true
 }
 
 latest_in_dist() {
@@ -585,6 +621,7 @@ fi
 ensure_user
 ensure_data_dir
 ensure_env_file
+ensure_trusted_keys
 ensure_units
 ensure_enabled
 ensure_running

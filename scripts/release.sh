@@ -4,7 +4,8 @@
 #   scripts/release.sh [--flavours auto|cpu,vulkan,cuda] [--out dist]
 #
 # dist/ then holds rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda}.tar.gz (each flavour built),
-# install.sh, LATEST (the version) and SHA256SUMS over all of them. `auto` is cpu, vulkan where the
+# each with its .sig (scripts/release-sign.sh, key: RUSTYCAGE_SIGNING_KEY), trusted-keys.pem (the
+# public key hosts verify with), install.sh, LATEST (the version) and SHA256SUMS over all of them. `auto` is cpu, vulkan where the
 # Vulkan headers are new enough for the pinned ggml-vulkan (scripts/vulkan-headers.sh fetches them
 # from the next Debian release where the system's are too old), plus
 # cuda when nvcc is found and CUDA_ARCHITECTURES is set (the full architecture list takes hours on
@@ -56,7 +57,18 @@ for f in "${list[@]}"; do
     log "$tarball: $(du -h "$tarball" | cut -f1), built in $(( $(date +%s) - start ))s"
 done
 
+# Every artifact is signed (the fleet's hosts run nothing else): with the lab's key in
+# RUSTYCAGE_SIGNING_KEY, else with a development key made once under build/ (said loudly: hosts
+# that trust it trust whoever can read this machine's build tree).
+key=${RUSTYCAGE_SIGNING_KEY:-}
+if [ -z "$key" ]; then
+    key=build/release-signing/dev-signing-key.pem
+    [ -f "$key" ] || { mkdir -p "$(dirname "$key")" && scripts/release-sign.sh --keygen "$key" >&2; }
+    log "WARNING: signed with the development key $key (set RUSTYCAGE_SIGNING_KEY to the lab's key)"
+fi
+scripts/release-sign.sh --key "$key" "$out"/rustycage-"$version"-linux-*.tar.gz >&2
+openssl pkey -in "$key" -pubout -out "$out/trusted-keys.pem"
 cp scripts/install.sh "$out/install.sh"
 echo "$version" >"$out/LATEST"
-(cd "$out" && sha256sum rustycage-"$version"-linux-*.tar.gz install.sh >SHA256SUMS)
+(cd "$out" && sha256sum rustycage-"$version"-linux-*.tar.gz rustycage-"$version"-linux-*.tar.gz.sig install.sh trusted-keys.pem >SHA256SUMS)
 log "dist: $(cd "$out" && ls | tr '\n' ' ')"

@@ -20,7 +20,7 @@ command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm
 # `make build` / `make test` never ask for these.
 for extra in "$@"; do
     case "$extra" in
-        release) packages+=(debootstrap patchelf binutils xz-utils systemd) ;;  # make release / test-release
+        release) packages+=(debootstrap patchelf binutils xz-utils systemd openssl) ;;  # make release / test-release
         vulkan) packages+=(libvulkan-dev glslc spirv-headers mesa-vulkan-drivers vulkan-tools) ;;  # GPU=vulkan, lavapipe
         *) echo "[setup] unknown package set '$extra' (release, vulkan)" >&2; exit 2 ;;
     esac

@@ -35,6 +35,8 @@ struct agent_flags {
     std::string log_level = "info";
     bool quiet_server = false;
     bool takeover = false;
+    std::string trusted_keys;
+    bool allow_unsigned = false;
 };
 
 // The value of a serve flag among the pass-through arguments ("--models-dir X" or "--models-dir=X").
@@ -45,6 +47,9 @@ std::string find_flag(const std::vector<std::string> & args, const std::string &
     }
     return {};
 }
+
+// Where install.sh puts the lab's release keys.
+constexpr const char * k_default_trusted_keys = "/etc/rustycage/trusted-keys.pem";
 
 int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
     if (!apply_log_level(f.log_level)) return 2;
@@ -78,6 +83,9 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
     // A keepalive must fail over to another member well within the lease: a hung member may not outlast it.
     o.etcd.keepalive_timeout = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(300), o.heartbeat_ttl / 4);
     o.takeover = f.takeover;
+    o.trusted_keys = f.trusted_keys;
+    if (o.trusted_keys.empty() && std::filesystem::exists(k_default_trusted_keys)) o.trusted_keys = k_default_trusted_keys;
+    o.allow_unsigned_artifacts = f.allow_unsigned;
     o.prefix = f.etcd.prefix;
     o.advertise_host = f.advertise_host;
     o.smoke_model = f.smoke_model;
@@ -173,6 +181,10 @@ void register_agent(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--github-backoff", f->github_backoff, "First retry delay after GitHub failed (doubles up to 5m)")->capture_default_str();
     cmd->add_option("--filing-grace", f->filing_grace, "How long a claim by a lost triager is left alone")->capture_default_str();
     cmd->add_option("--rollout-ready-timeout", f->rollout_ready_timeout, "Cohort upgrades: how long a new server may take to be ready")->capture_default_str();
+    cmd->add_option("--trusted-keys", f->trusted_keys,
+                    std::string("Public keys (PEM) whose signatures let a rollout's artifact run here (default: ") + k_default_trusted_keys + " when it exists)")
+        ->envname("RUSTYCAGE_TRUSTED_KEYS");
+    cmd->add_flag("--allow-unsigned-artifacts", f->allow_unsigned, "Run rollout artifacts without checking a signature (development only: anyone who can write a rollout to etcd runs code here)");
     cmd->add_flag("--takeover", f->takeover, "When another agent holds this --host-id, wait for its lease to lapse instead of refusing to start");
     cmd->add_flag("--quiet-server", f->quiet_server, "Do not copy the server's output to the agent's stderr");
     cmd->add_option("--log-level", f->log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();

@@ -22,7 +22,7 @@ using ojson = nlohmann::ordered_json;
 
 struct upgrade_flags {
     etcd_flags etcd;
-    std::string version, artifact, sha256, bake = "60s", host_timeout = "10m";
+    std::string version, artifact, sha256, signature, bake = "60s", host_timeout = "10m";
     int cohort_size = 1, max_unavailable = 1;
     std::vector<std::string> smoke_models;
     bool json = false;
@@ -64,6 +64,13 @@ int upgrade(const upgrade_flags & f) {
     r.spec.version = f.version;
     r.spec.artifact = artifact;
     r.spec.sha256 = sha;
+    std::string sig = f.signature;
+    if (!sig.empty() && !sig.starts_with("http://") && !sig.starts_with("https://")) {
+        if (sig.starts_with("file://")) sig = sig.substr(7);
+        std::error_code ec;
+        sig = std::filesystem::absolute(sig, ec).lexically_normal().string();
+    }
+    r.spec.signature = sig;
     r.spec.cohort_size = f.cohort_size;
     r.spec.max_unavailable = f.max_unavailable;
     r.spec.smoke_models = f.smoke_models;
@@ -159,6 +166,7 @@ void register_rollout(CLI::App & fleet_cmd, std::function<int()> & action) {
     up->add_option("--to", uf->version, "The version the hosts end on (the artifact's VERSION)")->required();
     up->add_option("--artifact", uf->artifact, "The release tarball: an http(s) URL or a path every host can read")->required();
     up->add_option("--sha256", uf->sha256, "The tarball's SHA-256 (hosts refuse anything else, before unpacking)")->required();
+    up->add_option("--signature", uf->signature, "The artifact's signature (rustycage release sign): URL or path (default: the artifact's + .sig); hosts verify it with their own trusted keys");
     up->add_option("--cohort-size", uf->cohort_size, "Hosts per cohort after the canary")->check(CLI::Range(1, 1000))->capture_default_str();
     up->add_option("--max-unavailable", uf->max_unavailable, "Hosts cutting over at once (per model: also never its last serving host)")
         ->check(CLI::Range(1, 1000))

@@ -53,6 +53,7 @@ void register_agent(CLI::App & app, std::function<int()> & action);
 void register_fleet(CLI::App & app, std::function<int()> & action);
 void register_incidents(CLI::App & app, std::function<int()> & action);
 void register_version(CLI::App & app, std::function<int()> & action);  // cli_version.cpp
+void register_release(CLI::App & app, std::function<int()> & action);  // cli_release.cpp: sign, verify, keygen
 void register_gateway(CLI::App & app, std::function<int()> & action);  // cli_gateway.cpp; src/gateway
 
 }  // namespace rc::cli

@@ -13,6 +13,7 @@ int main(int argc, char ** argv) {
     for (auto reg : {rc::cli::register_agent, rc::cli::register_fleet, rc::cli::register_incidents, rc::cli::register_gateway})
         reg(app, action);
     rc::cli::register_version(app, action);
+    rc::cli::register_release(app, action);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {

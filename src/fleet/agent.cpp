@@ -8,6 +8,7 @@
 #include <regex>
 #include <thread>
 
+#include "fleet/artifact_signature.h"
 #include "fleet/http_transport.h"
 #include "fleet/rollout_artifact.h"
 #include "models/local_catalog.h"
@@ -436,6 +437,17 @@ status agent::run() {
     if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
         return make_error(errc::io, "another agent runs with the data directory " + opts_.data_dir.string());
 
+    if (!opts_.trusted_keys.empty()) {
+        auto keys = load_trusted_keys(opts_.trusted_keys);
+        if (!keys.ok()) return make_error(errc::invalid_argument, keys.err().message + " (--trusted-keys)");
+        std::string ids;
+        for (const auto & k : keys.value()) ids += (ids.empty() ? "" : ",") + k.id;
+        rc::log::info("fleet", "trusted_keys", {{"file", opts_.trusted_keys.string()}, {"keys", ids}});
+    } else if (opts_.allow_unsigned_artifacts) {
+        rc::log::warn("fleet", "unsigned_artifacts_allowed", {{"note", "--allow-unsigned-artifacts: any rollout's artifact will run here (development only)"}});
+    } else {
+        rc::log::warn("fleet", "no_trusted_keys", {{"note", "no --trusted-keys: this host refuses every rollout"}});
+    }
     started_at_ = now_text();
     hardware_ = read_hardware();
     const ojson versions = {{"rustycage", opts_.version}, {"llama_commit", opts_.llama_commit}, {"backend", hardware_.backend}};
@@ -464,6 +476,8 @@ status agent::run() {
         triager_ = std::make_unique<triager>(*etcd_, *github_, keys_, t, [this] { return lease_.load(); }, [this] { return healthy_hosts(); });
     }
     rollout_host_options ro{opts_.host_id, opts_.data_dir, opts_.api_key, opts_.version, self_binary};
+    ro.trusted_keys = opts_.trusted_keys;
+    ro.allow_unsigned = opts_.allow_unsigned_artifacts;
     ro.ready_timeout = opts_.rollout_ready_timeout;
     rollout_host_hooks hooks;
     hooks.lease = [this] { return lease_.load(); };

@@ -68,6 +68,10 @@ struct agent_options {
     // Cohort upgrades: how long a new server may take to be ready (side ports, then main ports).
     std::chrono::milliseconds rollout_ready_timeout{120000};
     bool takeover = false;  // another agent holds the host id: wait for its lease to lapse instead of refusing
+    // Cohort upgrades run only artifacts signed by one of these keys (PEM); none: every rollout is
+    // refused unless allow_unsigned_artifacts (development).
+    std::filesystem::path trusted_keys;
+    bool allow_unsigned_artifacts = false;
 };
 
 class agent {

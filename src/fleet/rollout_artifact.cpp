@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "fleet/http_transport.h"
+#include "fleet/rollout_record.h"
 #include "hub/http_client.h"
 #include "hub/partial_file.h"
 #include "util/log.h"
@@ -123,6 +125,31 @@ status fetch_http(const std::string & url, hub::partial_file & pf, const std::at
 fs::path versions_dir(const fs::path & data_dir) { return data_dir / "versions"; }
 
 const uint64_t k_resume_keep_max_bytes = uint64_t(4) << 30;
+
+std::string signature_source(const rollout_spec & spec) { return spec.signature.empty() ? spec.artifact + ".sig" : spec.signature; }
+
+result<std::string> fetch_signature(const std::string & source) {
+    constexpr size_t limit = 64 << 10;
+    if (source.starts_with("http://") || source.starts_with("https://")) {
+        http_request req;
+        req.url = source;
+        req.timeout = std::chrono::seconds(30);
+        auto r = http_call(req);
+        if (!r.ok()) return r.err();
+        if (!r->ok()) return make_error(errc::unavailable, "HTTP " + std::to_string(r->status));
+        if (r->body.size() > limit) return make_error(errc::invalid_argument, "larger than 64 KiB");
+        return r->body;
+    }
+    const fs::path p = source.starts_with("file://") ? fs::path(source.substr(7)) : fs::path(source);
+    if (!p.is_absolute()) return make_error(errc::invalid_argument, "the signature path must be absolute");
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return make_error(errc::not_found, "no such file on this host");
+    std::string out(limit + 1, '\0');
+    in.read(out.data(), std::streamsize(out.size()));
+    out.resize(size_t(in.gcount()));
+    if (out.size() > limit) return make_error(errc::invalid_argument, "larger than 64 KiB");
+    return out;
+}
 
 result<fs::path> fetch_artifact(const std::string & source, const std::string & sha256, const fs::path & data_dir, const std::atomic<bool> * cancel) {
     const std::string want = lower(sha256);

@@ -27,10 +27,19 @@
 #include "util/result.h"
 
 namespace rc::fleet {
+struct rollout_spec;
+}
+
+namespace rc::fleet {
 
 namespace fs = std::filesystem;
 
 extern const uint64_t k_resume_keep_max_bytes;
+
+// Where a rollout's signature is: its own field, else the artifact's URL or path + ".sig".
+std::string signature_source(const rollout_spec & spec);
+// A signature file (at most 64 KiB) from an http(s) URL, a file:// URL or an absolute path.
+result<std::string> fetch_signature(const std::string & source);
 
 // `source`: http(s) URL, file:// URL or a path. Returns the verified tarball's path.
 // Errors: invalid_argument (bad source), data_loss (wrong SHA-256), unavailable (transfer), io.

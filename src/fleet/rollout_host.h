@@ -40,6 +40,10 @@ struct rollout_host_options {
     std::chrono::milliseconds poll{300};
     std::chrono::milliseconds ready_timeout{120000};
     std::chrono::milliseconds smoke_timeout{60000};
+    // Artifacts run only when signed by one of these keys (PEM file). Empty: every rollout is refused,
+    // unless allow_unsigned (development only).
+    std::filesystem::path trusted_keys;
+    bool allow_unsigned = false;
 };
 
 struct rollout_host_hooks {
@@ -67,6 +71,8 @@ class rollout_host {
     };
 
     outcome upgrade(const rollout_record & r, host_progress & p, const stop_fn & should_stop);
+    // "" when the artifact may run: signed by a trusted key (or unsigned artifacts are allowed).
+    std::string check_signature(const rollout_record & r);
     outcome finish_switched(const rollout_record & r, host_progress & p, const std::vector<std::string> & rollback_argv,
                             const std::string & rollback_link, const stop_fn & should_stop);
     outcome roll_back(const rollout_record & r, host_progress & p, const std::vector<std::string> & argv, const std::string & link,

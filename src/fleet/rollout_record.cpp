@@ -55,6 +55,7 @@ ojson to_json(const rollout_record & r) {
             {"version", r.spec.version},
             {"artifact", r.spec.artifact},
             {"sha256", r.spec.sha256},
+            {"signature", r.spec.signature},
             {"cohort_size", r.spec.cohort_size},
             {"max_unavailable", r.spec.max_unavailable},
             {"smoke_models", r.spec.smoke_models},
@@ -84,6 +85,7 @@ result<rollout_record> parse_rollout(const std::string & text) {
     r.spec.version = str(j, "version");
     r.spec.artifact = str(j, "artifact");
     r.spec.sha256 = str(j, "sha256");
+    r.spec.signature = str(j, "signature");
     r.spec.cohort_size = int(num(j, "cohort_size", 1));
     r.spec.max_unavailable = int(num(j, "max_unavailable", 1));
     r.spec.smoke_models = strings(j, "smoke_models");

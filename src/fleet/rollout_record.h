@@ -34,6 +34,8 @@ struct rollout_spec {
     std::string version;   // what the hosts end on (the artifact's VERSION must say so)
     std::string artifact;  // http(s) URL or an absolute path on the hosts
     std::string sha256;    // of the artifact (lower-case hex); checked before anything is unpacked
+    std::string signature; // where its .sig is (URL or absolute path); "" → artifact + ".sig". Hosts verify it
+                           // against their own trusted keys before unpacking (artifact_signature.h)
     int cohort_size = 1;
     int max_unavailable = 1;
     std::vector<std::string> smoke_models;  // empty: each host smokes what it has loaded (else its first model)

@@ -54,6 +54,9 @@ const rule rules[] = {
     {"smoke_test_failed", "high", "engine", "Smoke test failed", "The server answered a minimal request wrongly; compare with another host on the same version."},
     {"kv_corrupt_blocks", "medium", "kv", "Corrupt KV blocks on disk", "Check the disk under --kv-disk-dir; corrupt blocks are dropped, never served."},
     {"http_5xx_burst", "high", "api", "Burst of 5xx responses", "Look at the failing routes and the log tail around the burst."},
+    {"rollout_failed", "high", "fleet", "Rollout failed on a host", "Read the step that failed and the log tail; the host was rolled back or never touched."},
+    {"rollout_refused", "critical", "fleet", "Rollout artifact refused: signature",
+     "A rollout named an artifact this host's trusted keys did not sign. Check who wrote the rollout and how it was signed before retrying."},
 };
 
 const rule * rule_for(const std::string & kind) {

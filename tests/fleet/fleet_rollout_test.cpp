@@ -34,7 +34,7 @@ class fleet_rollout : public fleet_fixture {
     void start_fleet(std::vector<std::string> extra = {}, std::vector<std::string> env = {},
                      std::map<std::string, std::vector<std::string>> host_env = {}) {
         start_cluster(3);
-        extra.insert(extra.end(), {"--rollout-ready-timeout", "15s"});
+        extra.insert(extra.end(), {"--rollout-ready-timeout", "15s", "--trusted-keys", std::string(RC_ROLLOUT_ARTIFACTS) + "/trusted.pem"});
         for (const char * id : {"a", "b", "c"}) {
             fs::create_directories(root.path() / id / "models");
             if (std::string(id) != "c")
@@ -238,6 +238,45 @@ TEST_F(fleet_rollout, hosts_an_hour_off_either_way_and_a_short_outage_do_not_hal
     ASSERT_TRUE(v);
     EXPECT_EQ(v->rollout.state, "done") << v->rollout.message << "\n" << rollout_logs();
     for (const char * id : {"a", "b", "c"}) EXPECT_EQ(v->progress[id].step, "done") << id;
+}
+
+// Whoever can write a rollout cannot make a host run a build: the signature is checked against each
+// host's own trusted keys before anything is unpacked.
+TEST_F(fleet_rollout, an_artifact_signed_by_an_untrusted_key_or_unsigned_is_refused_before_unpacking) {
+    REQUIRE_ETCD();
+    start_fleet();
+    std::map<std::string, int> pids;
+    for (const char * id : {"a", "b", "c"}) pids[id] = record(id)->server.pid;
+    const std::string stranger = std::string(RC_ROLLOUT_ARTIFACTS) + "/good.tar.gz.stranger.sig";
+    const std::string missing = std::string(RC_ROLLOUT_ARTIFACTS) + "/no-such.sig";
+    int refusals = 0;
+    for (const auto & [sig, why] : {std::pair{stranger, std::string("which is not among this host's trusted keys")},
+                                    std::pair{missing, std::string("cannot be read")}}) {
+        auto up = upgrade("good", sha("good"), {"--signature", sig});
+        ASSERT_EQ(up.code, 0) << up.out;
+        ASSERT_TRUE(eventually([&] { return finished(); }, 120s)) << rollout_logs();
+        auto v = rollout();
+        EXPECT_EQ(v->rollout.state, "failed");
+        EXPECT_NE(v->rollout.message.find(why), std::string::npos) << v->rollout.message;
+        EXPECT_NE(v->rollout.message.find("nothing was unpacked"), std::string::npos) << v->rollout.message;
+        ++refusals;
+        for (const char * id : {"a", "b", "c"}) {
+            EXPECT_FALSE(fs::exists(data(id) / "versions")) << id << ": nothing unpacked, so nothing from it can run";
+            EXPECT_FALSE(fs::exists(data(id) / "downloads" / (sha("good") + ".tar.gz"))) << id << ": the download is deleted";
+            EXPECT_EQ(record(id)->server.pid, pids[id]) << id << " still serves on its old server";
+            EXPECT_TRUE(ready(id)) << id;
+        }
+        auto incs = incidents_json(cluster->endpoints(), true);
+        ASSERT_TRUE(eventually([&] { incs = incidents_json(cluster->endpoints(), true); return int(incs.size()) >= refusals; }, 30s));
+        EXPECT_EQ(int(incs.size()), refusals) << "one incident per refused rollout: " << incs.dump(2);
+        EXPECT_EQ(incs[0]["kind"], "rollout_refused");
+    }
+    // The same artifact with the lab's signature beside it goes through.
+    auto up = upgrade("good", sha("good"), {"--cohort-size", "2"});
+    ASSERT_EQ(up.code, 0) << up.out;
+    ASSERT_TRUE(eventually([&] { return finished(); }, 240s)) << rollout_logs();
+    EXPECT_EQ(rollout()->rollout.state, "done") << rollout_logs();
+    for (const char * id : {"a", "b", "c"}) EXPECT_NE(agent(id).log().find("event=artifact_verified"), std::string::npos) << id;
 }
 
 TEST_F(fleet_rollout, a_bad_build_fails_the_canary_halts_the_rollout_and_files_one_issue) {

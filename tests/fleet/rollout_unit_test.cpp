@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "fake_etcd.h"
+#include "fleet/artifact_signature.h"
 #include "fleet/rollout_artifact.h"
 #include "fleet/rollout_host.h"
 #include "fleet/rollout_plan.h"
@@ -388,6 +389,48 @@ TEST(rollout_record, the_console_shape_and_a_round_trip) {
     EXPECT_FALSE(valid_version_name("../x"));
     EXPECT_FALSE(valid_version_name(""));
     EXPECT_EQ(slot_key_name("model:hf.co/x/y:Q4"), "model:hf.co%2Fx%2Fy:Q4");
+}
+
+TEST(artifact_signature, a_signature_verifies_only_with_a_trusted_key_for_that_artifact) {
+    test::temp_dir tmp("signature");
+    auto lab = generate_signing_key(), other = generate_signing_key();
+    ASSERT_TRUE(lab.ok() && other.ok());
+    std::ofstream(tmp.path() / "lab.pem") << lab->private_pem;
+    std::ofstream(tmp.path() / "other.pem") << other->private_pem;
+    std::ofstream(tmp.path() / "trusted.pem") << other->public_pem << lab->public_pem;  // two keys, the lab's second
+    std::ofstream(tmp.path() / "empty.pem") << "not a key\n";
+    const std::string sha(64, 'a'), sha2(64, 'b');
+
+    auto keys = load_trusted_keys(tmp.path() / "trusted.pem");
+    ASSERT_TRUE(keys.ok()) << keys.err().message;
+    ASSERT_EQ(keys->size(), 2u);
+    EXPECT_EQ(keys->at(1).id, public_key_id(lab->public_pem).value());
+    EXPECT_EQ(load_trusted_keys(tmp.path() / "empty.pem").err().code, errc::invalid_argument);
+    EXPECT_EQ(load_trusted_keys(tmp.path() / "missing.pem").err().code, errc::invalid_argument);
+
+    auto sig = sign_artifact(tmp.path() / "lab.pem", sha);
+    ASSERT_TRUE(sig.ok()) << sig.err().message;
+    auto who = verify_artifact(keys.value(), sha, sig.value());
+    ASSERT_TRUE(who.ok()) << who.err().message;
+    EXPECT_EQ(who.value(), keys->at(1).id);
+
+    // Another artifact, an untrusted key, a flipped byte, a file that is not a signature: refused.
+    EXPECT_EQ(verify_artifact(keys.value(), sha2, sig.value()).err().code, errc::permission_denied);
+    auto only_other = keys.value();
+    only_other.pop_back();
+    auto untrusted = verify_artifact(only_other, sha, sig.value());
+    ASSERT_FALSE(untrusted.ok());
+    EXPECT_NE(untrusted.err().message.find("not among this host's trusted keys"), std::string::npos) << untrusted.err().message;
+    std::string flipped = sig.value();
+    const size_t at = flipped.find("ed25519 ") + 10;
+    flipped[at] = flipped[at] == 'A' ? 'B' : 'A';
+    EXPECT_EQ(verify_artifact(keys.value(), sha, flipped).err().code, errc::permission_denied);
+    EXPECT_EQ(verify_artifact(keys.value(), sha, "hello").err().code, errc::invalid_argument);
+    // A signature naming the lab's key id but made by another key does not pass either.
+    std::string forged = sign_artifact(tmp.path() / "other.pem", sha).value();
+    const auto other_id = public_key_id(other->public_pem).value();
+    forged.replace(forged.find(other_id), other_id.size(), keys->at(1).id);
+    EXPECT_EQ(verify_artifact(keys.value(), sha, forged).err().code, errc::permission_denied);
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 # scripts/install.sh into a temporary root (--root) on this machine, from a tarball of this build
 # (scripts/release-package.sh --dev): layout, user, hardened units that `systemd-analyze verify`
 # accepts, a generated model served by the installed binary, a second run that changes nothing, an
-# upgrade that keeps an edited rustycage.env, a fleet install (agent unit), a tampered tarball
-# refused, --uninstall keeping the models and --purge removing them.
+# upgrade that keeps an edited rustycage.env, a fleet install (agent unit), signatures checked with
+# --trusted-keys (an untrusted one refused), a tampered tarball refused, --uninstall keeping the models and --purge removing them.
 #
 #   tests/release/test_installer.sh --build BUILD_DIR
 # Exit 77 (skip) when not root or a tool is missing.
@@ -133,6 +133,21 @@ verify_unit rustycage-agent.service
 out=$(install --offline "$next" --fleet --etcd http://10.0.0.1:2379 2>&1) || fail "fleet rerun failed: $out"
 expect_out "kept RUSTYCAGE_ETCD=http://127.0.0.1:2379" "$out"
 ok "fleet install: agent unit verified and enabled, env keys added once"
+
+# --- signed: --trusted-keys checks the artifact's .sig and installs the keys the agent verifies rollouts with
+"$repo/scripts/release-sign.sh" --keygen "$work/lab.pem" >/dev/null
+"$repo/scripts/release-sign.sh" --keygen "$work/other.pem" >/dev/null
+"$repo/scripts/release-sign.sh" --key "$work/other.pem" "$next" >/dev/null
+fingerprint_list "$root" >"$work/before"
+if out=$(install --offline "$next" --trusted-keys "$work/lab.pem.pub" 2>&1); then fail "an artifact signed by an untrusted key was installed: $out"; fi
+expect_out "is not signed by a trusted key" "$out"
+expect_unchanged "$work/before" "$root"
+"$repo/scripts/release-sign.sh" --key "$work/lab.pem" "$next" >/dev/null
+out=$(install --offline "$next" --fleet --etcd http://127.0.0.1:2379 --trusted-keys "$work/lab.pem.pub" 2>&1) || fail "a signed install failed: $out"
+expect_out "signature of $(basename "$next") verified" "$out"
+cmp -s "$work/lab.pem.pub" "$root/etc/rustycage/trusted-keys.pem" || fail "trusted-keys.pem was not installed"
+rm "$next.sig"
+ok "a signature by an untrusted key refused; the lab's key installed for the agent"
 
 # --- a tampered artifact is refused and changes nothing
 bad="$work/dist3/$(basename "$next")"
