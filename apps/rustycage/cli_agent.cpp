@@ -73,13 +73,13 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
         return fail(e.what());
     }
     if (o.heartbeat_ttl.count() < 2) return fail("--heartbeat-ttl must be at least 2s (etcd's leases count in seconds)");
-    auto eps = fleet::parse_etcd_endpoints(f.etcd.endpoints);
-    if (!eps.ok()) return fail("--etcd: " + eps.err().message);
+    auto etcd = etcd_options_for(f.etcd);
+    if (!etcd.ok()) return fail(etcd.err());
     if (f.github_closed != "reopen" && f.github_closed != "reference") return fail("--github-closed must be reopen or reference");
 
     o.host_id = f.host_id;
     o.data_dir = f.data_dir;
-    o.etcd.endpoints = eps.value();
+    o.etcd = etcd.value();
     // A keepalive must fail over to another member well within the lease: a hung member may not outlast it.
     o.etcd.keepalive_timeout = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(300), o.heartbeat_ttl / 4);
     o.takeover = f.takeover;
@@ -126,8 +126,11 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
     if (find_flag(serve_args, "--preload").empty() && !std::getenv("RUSTYCAGE_PRELOAD"))
         o.server.argv.insert(o.server.argv.end(), {"--preload", "auto"});
     // The web console of this host's server shows the fleet the agent is in.
-    if (find_flag(serve_args, "--fleet-etcd").empty())
-        o.server.argv.insert(o.server.argv.end(), {"--fleet-etcd", f.etcd.endpoints, "--fleet-prefix", f.etcd.prefix});
+    if (find_flag(serve_args, "--fleet-etcd").empty()) {
+        const auto args = etcd_args(f.etcd, "fleet-etcd");
+        o.server.argv.insert(o.server.argv.end(), args.begin(), args.end());
+        o.server.argv.insert(o.server.argv.end(), {"--fleet-prefix", f.etcd.prefix});
+    }
     o.server.crash_loop_after = f.crash_loop_after;
     o.server.forward_output = !f.quiet_server;
 

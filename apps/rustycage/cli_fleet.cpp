@@ -1,5 +1,7 @@
 // `rustycage fleet status|forget` (and `upgrade|rollout`, cli_rollout.cpp): the fleet as etcd knows it — one line per host (state, version,
 // models, KV tiers, heartbeat age, open incidents), or JSON for scripts.
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "api/ollama/keep_alive.h"
@@ -11,18 +13,64 @@
 
 namespace rc::cli {
 
-void add_etcd_flags(CLI::App & cmd, etcd_flags & f) {
-    cmd.add_option("--etcd", f.endpoints, "etcd members, comma-separated")->envname("RUSTYCAGE_ETCD")->capture_default_str();
-    cmd.add_option("--etcd-prefix", f.prefix, "The fleet's key prefix in etcd")->envname("RUSTYCAGE_ETCD_PREFIX")->capture_default_str();
+void add_etcd_flags(CLI::App & cmd, etcd_flags & f, const std::string & flag) {
+    const bool env = flag == "etcd";
+    auto opt = [&](const std::string & name, std::string & into, const std::string & help, const char * var) {
+        auto * o = cmd.add_option("--" + name, into, help);
+        if (env) o->envname(var);
+        return o;
+    };
+    if (env) {
+        opt("etcd", f.endpoints, "etcd members, comma-separated (https:// with TLS)", "RUSTYCAGE_ETCD")->capture_default_str();
+        opt("etcd-prefix", f.prefix, "The fleet's key prefix in etcd", "RUSTYCAGE_ETCD_PREFIX")->capture_default_str();
+    }
+    opt(flag + "-cacert", f.cacert, "CA certificate (PEM) that signed the etcd members' certificates", "RUSTYCAGE_ETCD_CACERT");
+    opt(flag + "-cert", f.cert, "Client certificate (PEM) for etcd", "RUSTYCAGE_ETCD_CERT");
+    opt(flag + "-key", f.key, "The client certificate's key (PEM)", "RUSTYCAGE_ETCD_KEY");
+    opt(flag + "-user", f.user, "etcd user (with --etcd-password-file)", "RUSTYCAGE_ETCD_USER");
+    opt(flag + "-password-file", f.password_file, "File holding the etcd user's password", "RUSTYCAGE_ETCD_PASSWORD_FILE");
+    auto * insecure = cmd.add_flag("--" + flag + "-insecure", f.insecure,
+                                   "Allow plain http:// to etcd members off loopback (anyone on the path reads and changes the fleet)");
+    if (env) insecure->envname("RUSTYCAGE_ETCD_INSECURE");
 }
 
-result<std::unique_ptr<fleet::etcd_gateway>> open_etcd(const etcd_flags & f) {
+result<fleet::etcd_options> etcd_options_for(const etcd_flags & f) {
     auto eps = fleet::parse_etcd_endpoints(f.endpoints);
     if (!eps.ok()) return make_error(errc::invalid_argument, "--etcd: " + eps.err().message);
     if (!fleet::valid_fleet_prefix(f.prefix)) return make_error(errc::invalid_argument, "--etcd-prefix '" + f.prefix + "' must end in '/'");
     fleet::etcd_options o;
     o.endpoints = eps.value();
-    return std::make_unique<fleet::etcd_gateway>(o);
+    o.ca_file = f.cacert;
+    o.cert_file = f.cert;
+    o.key_file = f.key;
+    o.allow_insecure = f.insecure;
+    for (const auto & [file, name] : {std::pair{f.cacert, "--etcd-cacert"}, std::pair{f.cert, "--etcd-cert"}, std::pair{f.key, "--etcd-key"}})
+        if (!file.empty() && !std::filesystem::exists(file)) return make_error(errc::invalid_argument, std::string(name) + " " + file + " does not exist");
+    if (!f.user.empty()) {
+        if (f.password_file.empty()) return make_error(errc::invalid_argument, "--etcd-user needs --etcd-password-file");
+        std::ifstream in(f.password_file);
+        if (!in) return make_error(errc::invalid_argument, "--etcd-password-file " + f.password_file + " cannot be read");
+        std::getline(in, o.password);
+        while (!o.password.empty() && (o.password.back() == '\r' || o.password.back() == ' ')) o.password.pop_back();
+        o.user = f.user;
+    }
+    if (auto st = fleet::check_etcd_security(o); !st) return st.err();
+    return o;
+}
+
+std::vector<std::string> etcd_args(const etcd_flags & f, const std::string & flag) {
+    std::vector<std::string> out = {"--" + flag, f.endpoints};
+    for (const auto & [v, name] : {std::pair{f.cacert, "-cacert"}, std::pair{f.cert, "-cert"}, std::pair{f.key, "-key"}, std::pair{f.user, "-user"},
+                                   std::pair{f.password_file, "-password-file"}})
+        if (!v.empty()) out.insert(out.end(), {"--" + flag + name, v});
+    if (f.insecure) out.push_back("--" + flag + "-insecure");
+    return out;
+}
+
+result<std::unique_ptr<fleet::etcd_gateway>> open_etcd(const etcd_flags & f) {
+    auto o = etcd_options_for(f);
+    if (!o.ok()) return o.err();
+    return std::make_unique<fleet::etcd_gateway>(o.value());
 }
 
 fleet::fleet_keys keys_for(const etcd_flags & f) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fleet/etcd_gateway.h"
 #include "fleet/fleet_keys.h"
@@ -16,10 +17,20 @@ namespace rc::cli {
 struct etcd_flags {
     std::string endpoints = "http://127.0.0.1:2379";
     std::string prefix = "fleet/";
+    std::string cacert, cert, key;  // TLS (PEM files)
+    std::string user, password_file;
+    bool insecure = false;
 };
 
-// --etcd (RUSTYCAGE_ETCD) and --etcd-prefix (RUSTYCAGE_ETCD_PREFIX).
-void add_etcd_flags(CLI::App & cmd, etcd_flags & f);
+// --etcd (RUSTYCAGE_ETCD), --etcd-prefix, --etcd-cacert, --etcd-cert, --etcd-key, --etcd-user,
+// --etcd-password-file, --etcd-insecure (each also RUSTYCAGE_ETCD_…, the installer's env file).
+// `flag` renames them ("fleet-etcd": serve's --fleet-etcd-cacert …, without environment variables).
+void add_etcd_flags(CLI::App & cmd, etcd_flags & f, const std::string & flag = "etcd");
+// The connection the flags describe: endpoints, TLS, credentials (the password read from its file),
+// and the plain-HTTP check. Errors name the bad flag.
+result<fleet::etcd_options> etcd_options_for(const etcd_flags & f);
+// The same flags as arguments for a child (`--fleet-etcd` … for the agent's server).
+std::vector<std::string> etcd_args(const etcd_flags & f, const std::string & flag);
 // The gateway for the flags; errors name the bad flag.
 result<std::unique_ptr<fleet::etcd_gateway>> open_etcd(const etcd_flags & f);
 fleet::fleet_keys keys_for(const etcd_flags & f);

@@ -244,6 +244,7 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
     f->fleet.endpoints.clear();
     cmd->add_option("--fleet-etcd", f->fleet.endpoints, "etcd members of this host's fleet, for the console's Fleet page (the agent passes its own)");
     cmd->add_option("--fleet-prefix", f->fleet.prefix, "The fleet's key prefix in etcd")->capture_default_str();
+    add_etcd_flags(*cmd, f->fleet, "fleet-etcd");
     cmd->callback([f, keys, &action] {
         f->api_keys_given = keys->count() > 0 || std::getenv("RUSTYCAGE_API_KEYS") != nullptr;
         action = [f] { return serve(*f); };

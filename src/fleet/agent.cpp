@@ -475,7 +475,12 @@ status agent::run() {
         t.api_key = opts_.api_key;
         triager_ = std::make_unique<triager>(*etcd_, *github_, keys_, t, [this] { return lease_.load(); }, [this] { return healthy_hosts(); });
     }
-    rollout_host_options ro{opts_.host_id, opts_.data_dir, opts_.api_key, opts_.version, self_binary};
+    rollout_host_options ro;
+    ro.host = opts_.host_id;
+    ro.data_dir = opts_.data_dir;
+    ro.api_key = opts_.api_key;
+    ro.self_version = opts_.version;
+    ro.self_binary = self_binary;
     ro.trusted_keys = opts_.trusted_keys;
     ro.allow_unsigned = opts_.allow_unsigned_artifacts;
     ro.ready_timeout = opts_.rollout_ready_timeout;

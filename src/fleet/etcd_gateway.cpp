@@ -21,6 +21,8 @@ constexpr int grpc_failed_precondition = 9;
 constexpr int grpc_out_of_range = 11;
 constexpr int grpc_deadline_exceeded = 4;
 constexpr int grpc_unavailable = 14;
+constexpr int grpc_permission_denied = 7;
+constexpr int grpc_unauthenticated = 16;
 
 int64_t to_int64(const json & j, const char * key) {
     auto it = j.find(key);
@@ -101,6 +103,8 @@ error to_error(const std::string & what, const etcd_error & e) {
     if (e.code == grpc_not_found) code = errc::not_found;
     else if (e.code == grpc_invalid_argument || e.code == grpc_failed_precondition || e.code == grpc_out_of_range) code = errc::invalid_argument;
     else if (e.code == grpc_unavailable || e.code == grpc_deadline_exceeded) code = errc::unavailable;
+    else if (e.code == grpc_permission_denied) code = errc::permission_denied;
+    else if (e.code == grpc_unauthenticated) code = errc::unauthenticated;
     return make_error(code, "etcd " + what + ": " + e.message);
 }
 
@@ -148,17 +152,9 @@ json op_json(const etcd_op & op) {
     return json::object();
 }
 
-// POST <endpoint>/v3/<path> with a JSON body; timeout 0: a stream without an overall limit.
-http_request post(const std::string & endpoint, const std::string & path, const json & body, std::chrono::milliseconds timeout,
-                  std::chrono::milliseconds connect_timeout) {
-    http_request req;
-    req.method = "POST";
-    req.url = endpoint + "/v3/" + path;
-    req.headers = {"Content-Type: application/json"};
-    req.body = body.dump();
-    req.timeout = timeout;
-    req.connect_timeout = connect_timeout;
-    return req;
+// etcd's words for a token it no longer takes (expired, etcd restarted) or one that was not sent.
+bool token_refused(const std::string & message) {
+    return message.find("auth token") != std::string::npos || message.find("user name is empty") != std::string::npos;
 }
 
 bool is_endpoint_url(const std::string & s) {
@@ -208,7 +204,63 @@ result<std::vector<std::string>> parse_etcd_endpoints(const std::string & csv) {
     return out;
 }
 
+bool is_loopback_url(const std::string & url) {
+    static const std::regex loop(R"(^https?://(localhost|127\.[0-9.]+|\[::1\])(:[0-9]+)?/?$)");
+    return std::regex_match(url, loop);
+}
+
+status check_etcd_security(const etcd_options & o) {
+    for (const auto & e : o.endpoints)
+        if (e.starts_with("http://") && !is_loopback_url(e) && !o.allow_insecure)
+            return make_error(errc::invalid_argument, "etcd endpoint " + e +
+                                                          " is plain HTTP on the network: use https:// (--etcd-cacert, --etcd-cert, --etcd-key), or accept that anyone on the path can read and change the fleet with --etcd-insecure");
+    if (o.cert_file.empty() != o.key_file.empty())
+        return make_error(errc::invalid_argument, "a client certificate needs its key: give --etcd-cert and --etcd-key together");
+    return {};
+}
+
 etcd_gateway::etcd_gateway(etcd_options opts) : opts_(std::move(opts)) {}
+
+http_request etcd_gateway::post(const std::string & endpoint, const std::string & path, const json & body, std::chrono::milliseconds timeout,
+                                bool with_token) const {
+    http_request req;
+    req.method = "POST";
+    req.url = endpoint + "/v3/" + path;
+    req.headers = {"Content-Type: application/json"};
+    if (with_token)
+        if (std::string t = token(); !t.empty()) req.headers.push_back("Authorization: " + t);
+    req.body = body.dump();
+    req.timeout = timeout;  // 0: a stream without an overall limit
+    req.connect_timeout = opts_.connect_timeout;
+    req.ca_file = opts_.ca_file;
+    req.cert_file = opts_.cert_file;
+    req.key_file = opts_.key_file;
+    return req;
+}
+
+std::string etcd_gateway::token() const {
+    std::lock_guard lock(mu_);
+    return token_;
+}
+
+void etcd_gateway::forget_token() {
+    std::lock_guard lock(mu_);
+    token_.clear();
+}
+
+status etcd_gateway::authenticate() {
+    if (opts_.user.empty()) return {};
+    auto j = call_members("auth/authenticate", {{"name", opts_.user}, {"password", opts_.password}}, opts_.request_timeout, false);
+    if (!j.ok()) {
+        if (j.err().code == errc::unavailable) return j.err();
+        return make_error(errc::unauthenticated, "etcd refused user '" + opts_.user + "' (--etcd-user, --etcd-password-file): " + j.err().message);
+    }
+    const std::string t = j->value("token", "");
+    if (t.empty()) return make_error(errc::unauthenticated, "etcd gave user '" + opts_.user + "' no token: is authentication enabled?");
+    std::lock_guard lock(mu_);
+    token_ = t;
+    return {};
+}
 
 std::vector<std::string> etcd_gateway::endpoints() const {
     std::lock_guard lock(mu_);
@@ -226,7 +278,7 @@ result<size_t> etcd_gateway::sync_members() {
                     if (!u.is_string()) continue;
                     std::string s = u.get<std::string>();
                     while (!s.empty() && s.back() == '/') s.pop_back();
-                    if (is_endpoint_url(s)) found.push_back(s);
+                    if (is_endpoint_url(s) && (opts_.allow_insecure || !s.starts_with("http://") || is_loopback_url(s))) found.push_back(s);
                 }
     std::lock_guard lock(mu_);
     size_t added = 0;
@@ -238,22 +290,33 @@ result<size_t> etcd_gateway::sync_members() {
     return added;
 }
 
-bool etcd_gateway::member_answers(const std::string & endpoint) const {
+bool etcd_gateway::member_answers(const std::string & endpoint) {
     const auto limit = std::min(opts_.request_timeout, std::max(opts_.stream_idle, std::chrono::milliseconds(500)));
-    auto r = http_call(post(endpoint, "kv/range", {{"key", b64("liveness")}, {"count_only", true}}, limit, opts_.connect_timeout));
+    auto r = http_call(post(endpoint, "kv/range", {{"key", b64("liveness")}, {"count_only", true}}, limit));
     return r.ok() && r->ok();
 }
 
 result<json> etcd_gateway::call(const std::string & path, const json & body, std::chrono::milliseconds timeout) {
+    if (timeout.count() <= 0) timeout = opts_.request_timeout;
+    if (!opts_.user.empty() && token().empty())
+        if (auto st = authenticate(); !st) return st.err();
+    auto r = call_members(path, body, timeout, true);
+    if (!r.ok() && !opts_.user.empty() && token_refused(r.err().message)) {  // expired, or etcd restarted: a new token, once
+        if (auto st = authenticate(); !st) return st.err();
+        r = call_members(path, body, timeout, true);
+    }
+    return r;
+}
+
+result<json> etcd_gateway::call_members(const std::string & path, const json & body, std::chrono::milliseconds timeout, bool with_token) {
     const std::vector<std::string> eps = endpoints();
     const size_t n = eps.size();
     if (n == 0) return make_error(errc::invalid_argument, "no etcd endpoint configured");
-    if (timeout.count() <= 0) timeout = opts_.request_timeout;
     std::string failures;
     const size_t first = preferred_.load();
     for (size_t i = 0; i < n; ++i) {
         const size_t idx = (first + i) % n;
-        auto r = http_call(post(eps[idx], path, body, timeout, opts_.connect_timeout));
+        auto r = http_call(post(eps[idx], path, body, timeout, with_token));
         if (!r.ok()) {
             failures += (failures.empty() ? "" : "; ") + r.err().message;
             continue;
@@ -281,6 +344,8 @@ result<long> etcd_gateway::stream(const std::string & path, const json & body, c
     const std::vector<std::string> eps = endpoints();
     const size_t n = eps.size();
     if (n == 0) return make_error(errc::invalid_argument, "no etcd endpoint configured");
+    if (!opts_.user.empty() && token().empty())
+        if (auto st = authenticate(); !st) return st.err();
     std::string failures;
     const size_t first = preferred_.load();
     for (size_t i = 0; i < n; ++i) {
@@ -299,7 +364,7 @@ result<long> etcd_gateway::stream(const std::string & path, const json & body, c
             return true;
         };
         auto r = http_stream(
-            post(eps[idx], path, body, std::chrono::milliseconds(0), opts_.connect_timeout),
+            post(eps[idx], path, body, std::chrono::milliseconds(0)),
             [&](std::string_view d) {
                 got_data = true;
                 quiet_since = steady::now();
@@ -326,6 +391,7 @@ result<long> etcd_gateway::stream(const std::string & path, const json & body, c
                 continue;
             }
             if (error_body) *error_body = r->body;
+            if (!opts_.user.empty() && token_refused(e.message)) forget_token();  // the caller's retry buys a new one
             return to_error(path, e);
         }
         preferred_.store(idx);
@@ -424,6 +490,7 @@ result<etcd_watch_end> etcd_gateway::watch(const std::string & prefix, int64_t s
             auto j = json::parse(line, nullptr, false);
             if (!j.is_object()) continue;
             if (j.contains("error")) {
+                if (!opts_.user.empty() && token_refused(j.dump())) forget_token();  // the caller's retry buys a new one
                 canceled = true;
                 return false;
             }

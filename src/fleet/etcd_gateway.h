@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleet/etcd_client.h"
+#include "fleet/http_transport.h"
 
 namespace rc::fleet {
 
@@ -36,7 +37,18 @@ struct etcd_options {
     std::chrono::milliseconds connect_timeout{1000};
     std::chrono::milliseconds keepalive_timeout{0};  // per member; 0: request_timeout
     std::chrono::milliseconds stream_idle{2000};     // 0: never check a silent stream's member
+    // TLS to https:// members (PEM files; CA default: the system's) and etcd's own authentication:
+    // `user` + `password` buy a token (/v3/auth/authenticate) sent with every call and bought again
+    // when etcd calls it invalid (expired, or etcd restarted).
+    std::string ca_file, cert_file, key_file;
+    std::string user, password;
+    bool allow_insecure = false;  // plain http:// to a member that is not on loopback
 };
+
+// Refuses a plain http:// endpoint that is not on loopback unless allow_insecure (invalid_argument
+// naming the endpoint and --etcd-insecure), and a client certificate without its key.
+status check_etcd_security(const etcd_options & o);
+bool is_loopback_url(const std::string & url);
 
 // "http://a:2379,http://b:2379" → endpoints (trailing slashes dropped). Errors: invalid_argument
 // naming the entry that is not an http(s)://host:port URL.
@@ -72,13 +84,22 @@ class etcd_gateway final : public etcd_client {
     result<nlohmann::json> call(const std::string & path, const nlohmann::json & body,
                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
     // Whether `endpoint` serves a linearizable read within the stream_idle bound.
-    bool member_answers(const std::string & endpoint) const;
+    bool member_answers(const std::string & endpoint);
+    // POST to each member in turn until one answers (the failover loop of call()).
+    result<nlohmann::json> call_members(const std::string & path, const nlohmann::json & body, std::chrono::milliseconds timeout, bool with_token);
+    // A fresh token for opts_.user (nothing to do without a user). Errors: unauthenticated, unavailable.
+    status authenticate();
+    std::string token() const;
+    void forget_token();
+    http_request post(const std::string & endpoint, const std::string & path, const nlohmann::json & body, std::chrono::milliseconds timeout,
+                             bool with_token = true) const;
     // A streamed POST to the first member that accepts the connection; `on_data` as http_stream.
     result<long> stream(const std::string & path, const nlohmann::json & body, const std::function<bool(std::string_view)> & on_data,
                         const stop_fn & should_stop, std::string * error_body);
 
     etcd_options opts_;
-    mutable std::mutex mu_;  // guards opts_.endpoints (sync_members appends)
+    mutable std::mutex mu_;  // guards opts_.endpoints (sync_members appends) and token_
+    std::string token_;
     std::atomic<size_t> preferred_{0};
 };
 

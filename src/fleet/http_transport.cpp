@@ -126,6 +126,9 @@ result<http_reply> perform(const http_request & req, const std::function<bool(st
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(req.connect_timeout.count()));
     if (req.timeout.count() > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(req.timeout.count()));
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (!req.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, req.ca_file.c_str());
+    if (!req.cert_file.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, req.cert_file.c_str());
+    if (!req.key_file.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, req.key_file.c_str());
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &st);

@@ -30,6 +30,9 @@ struct http_request {
     std::string body;                  // sent for any method when non-empty (or when method is POST/PUT/PATCH)
     std::chrono::milliseconds timeout{10000};          // whole call; 0: none (streams)
     std::chrono::milliseconds connect_timeout{2000};
+    // TLS (https:// URLs): the CA to verify the server with (default: the system's), and a client
+    // certificate and its key (PEM files) when the server asks for one.
+    std::string ca_file, cert_file, key_file;
 };
 
 struct http_reply {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fleet/etcd_gateway.h"
+#include "etcd_tls.h"
 #include "fleet_test_util.h"
 
 namespace rc::test {
@@ -28,7 +29,9 @@ class etcd_cluster {
     }
     static bool available() { return !binary().empty(); }
 
-    explicit etcd_cluster(int members) : dir_("etcd") {
+    // With `tls`: client URLs are https://, members require a client certificate signed by its CA
+    // (client_options() carries the one named `tls_user`, "root" by default).
+    explicit etcd_cluster(int members, const test_pki * tls = nullptr, std::string tls_user = "root") : dir_("etcd"), tls_(tls), tls_user_(std::move(tls_user)) {
         for (int i = 0; i < members; ++i) members_.push_back({"m" + std::to_string(i), free_port(), free_port(), -1});
         for (size_t i = 0; i < members_.size(); ++i) start(i, true);
     }
@@ -42,6 +45,17 @@ class etcd_cluster {
         return out;
     }
     std::string endpoint(size_t i) const { return client_url(members_[i]); }
+    // How a client reaches the members (TLS files included).
+    fleet::etcd_options client_options(std::vector<std::string> endpoints = {}) const {
+        fleet::etcd_options o;
+        o.endpoints = endpoints.empty() ? endpoint_list() : std::move(endpoints);
+        if (tls_) {
+            o.ca_file = tls_->ca().string();
+            o.cert_file = tls_->cert(tls_user_).string();
+            o.key_file = tls_->key(tls_user_).string();
+        }
+        return o;
+    }
     std::vector<std::string> endpoint_list() const {
         std::vector<std::string> out;
         for (const auto & m : members_) out.push_back(client_url(m));
@@ -54,9 +68,7 @@ class etcd_cluster {
         return eventually([&] {
             for (const auto & m : members_) {
                 if (m.pid <= 0) continue;
-                fleet::etcd_options o;
-                o.endpoints = {client_url(m)};
-                fleet::etcd_gateway g(o);
+                fleet::etcd_gateway g(client_options({client_url(m)}));
                 if (!g.get("health-probe").ok()) return false;
             }
             return true;
@@ -89,7 +101,7 @@ class etcd_cluster {
         int client_port, peer_port;
         pid_t pid;
     };
-    static std::string client_url(const member & m) { return "http://127.0.0.1:" + std::to_string(m.client_port); }
+    std::string client_url(const member & m) const { return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(m.client_port); }
     static std::string peer_url(const member & m) { return "http://127.0.0.1:" + std::to_string(m.peer_port); }
 
     void start(size_t i, bool initial) {
@@ -104,11 +116,16 @@ class etcd_cluster {
                                          "--initial-cluster-state", "new",
                                          // etcd's defaults; its shortest lease is 1.5 election timeouts (2 s), the agents' test TTL.
                                          "--heartbeat-interval", "100", "--election-timeout", "1000", "--logger", "zap", "--log-level", "error"};
+        if (tls_)
+            args.insert(args.end(), {"--cert-file", tls_->cert("server").string(), "--key-file", tls_->key("server").string(), "--trusted-ca-file",
+                                     tls_->ca().string(), "--client-cert-auth"});
         (void) initial;
         m.pid = spawn_tied(std::move(args), environment(), (dir_.path() / (m.name + ".log")).string());
     }
 
     temp_dir dir_;
+    const test_pki * tls_ = nullptr;
+    std::string tls_user_;
     std::vector<member> members_;
 };
 

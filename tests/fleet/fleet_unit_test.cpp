@@ -188,6 +188,23 @@ TEST(github, rate_limit_delays_follow_the_headers) {
     EXPECT_FALSE(valid_github_repo("-x/y"));
 }
 
+TEST(etcd_gateway, plain_http_off_loopback_needs_the_insecure_flag) {
+    etcd_options o;
+    o.endpoints = {"http://127.0.0.1:2379", "http://localhost:2379", "http://[::1]:2379", "https://10.0.0.5:2379"};
+    EXPECT_TRUE(check_etcd_security(o).ok());
+    o.endpoints.push_back("http://10.0.0.6:2379");
+    auto refused = check_etcd_security(o);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.err().message.find("http://10.0.0.6:2379"), std::string::npos);
+    EXPECT_NE(refused.err().message.find("--etcd-insecure"), std::string::npos);
+    EXPECT_EQ(refused.err().message.find('\n'), std::string::npos) << "one line";
+    o.allow_insecure = true;
+    EXPECT_TRUE(check_etcd_security(o).ok());
+    o.cert_file = "/x.pem";
+    EXPECT_FALSE(check_etcd_security(o).ok()) << "a certificate without its key";
+    EXPECT_FALSE(is_loopback_url("http://127.0.0.1.evil.example:2379"));
+}
+
 TEST(etcd_gateway, codecs_and_endpoints) {
     std::string all;
     for (int c = 0; c < 256; ++c) all += char(c);
