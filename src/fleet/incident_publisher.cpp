@@ -5,6 +5,7 @@
 #include "fleet/outbox.h"
 #include "store/timestamps.h"
 #include "util/log.h"
+#include "util/secret_scrub.h"
 
 namespace rc::fleet {
 
@@ -18,8 +19,26 @@ incident_publisher::incident_publisher(etcd_client & etcd, fleet_keys keys, std:
         if (!id.empty()) published_.insert(id);
 }
 
+namespace {
+
+void scrub_json(nlohmann::ordered_json & j) {
+    if (j.is_string()) j = scrub_secrets(j.get<std::string>());
+    else if (j.is_array() && !j.empty() && j[0].is_string()) {  // lines of output: a PEM block spans several
+        std::vector<std::string> lines;
+        for (const auto & l : j) lines.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+        j = scrub_lines(lines);
+    } else if (j.is_structured()) {
+        for (auto & v : j) scrub_json(v);
+    }
+}
+
+}  // namespace
+
 result<store::incident> incident_publisher::record(const std::string & kind, const std::string & model, const std::string & digest,
-                                                   const std::string & reason, nlohmann::ordered_json evidence) {
+                                                   const std::string & raw_reason, nlohmann::ordered_json evidence) {
+    // Evidence is text from servers and clients: secrets go before it is kept, published or filed.
+    scrub_json(evidence);
+    const std::string reason = scrub_secrets(raw_reason);
     const std::string fp = incident_fingerprint(kind, reason, digest, versions_.value("rustycage", ""));
     nlohmann::ordered_json details = {
         {"fleet", {{"host", host_}, {"fingerprint", fp}, {"digest", digest}, {"versions", versions_}, {"hardware", hardware_}, {"evidence", evidence}}}};

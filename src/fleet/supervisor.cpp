@@ -102,7 +102,7 @@ void supervisor::handle_output(const char * data, size_t n, std::string & partia
     partial.append(data, n);
     for (size_t nl; (nl = partial.find('\n')) != std::string::npos || partial.size() > max_line;) {
         const size_t cut = nl == std::string::npos ? max_line : nl;
-        std::string line = partial.substr(0, cut);
+        std::string line = scrub_.line(std::string_view(partial).substr(0, cut));
         partial.erase(0, nl == std::string::npos ? cut : cut + 1);
         if (opts_.forward_output) std::cerr << line << "\n";
         if (!listening && line.starts_with("rustycage listening ")) {

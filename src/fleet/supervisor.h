@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "util/secret_scrub.h"
+
 namespace rc::fleet {
 
 struct supervisor_options {
@@ -96,6 +98,7 @@ class supervisor {
     supervisor_snapshot snap_;
     bool looping_ = false;  // in a crash loop: retries do not leave the crash_loop state
     std::deque<std::string> tail_;
+    secret_scrubber scrub_;  // the output thread only: secrets never reach the tail, the log or on_line
 };
 
 }  // namespace rc::fleet

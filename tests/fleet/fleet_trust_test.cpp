@@ -2,9 +2,12 @@
 // scripts/fleet-etcd-setup.sh on a real 3-member cluster with certificates made here by openssl:
 // each identity can do what its role allows and no more; an agent, its server's console, the CLI and
 // the gateway work with credentials; a client without them is refused and writes nothing.
+#include <signal.h>
+
 #include <cstdlib>
 #include <fstream>
 
+#include "fake_github.h"
 #include "fleet_test_fixture.h"
 #include "gateway/gateway_server.h"
 
@@ -137,6 +140,93 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
         return r.ok() && !r->kvs.empty() && r->kvs[0].mod_revision > rev;
     }, 60s)) << "the viewer reads again and the agent writes its record again\n" << logs();
     EXPECT_TRUE(ops.put(keys.rollout_active(), "ro-after").ok());
+}
+
+// Every secret set at once — the server's API key, the GitHub token, the Hugging Face token, the
+// agent's etcd password, a private key — and a server whose output spills them all, then crashes
+// (an incident with its log tail, triaged and filed): none of them is in etcd, `fleet status`,
+// `incidents list`, the console's fleet page, the issue filed or the agent's log.
+TEST_F(fleet_trust, no_secret_reaches_a_record_an_incident_an_issue_a_page_or_a_log) {
+    REQUIRE_ETCD();
+    if (std::system("command -v etcdctl >/dev/null && command -v openssl >/dev/null") != 0)
+        GTEST_FAIL() << "etcdctl and openssl are needed: scripts/setup.sh installs etcd-client";
+    certs = std::make_unique<temp_dir>("pki");
+    pki = std::make_unique<test_pki>(certs->path());
+    ASSERT_TRUE(pki->ok());
+    for (const char * u : {"root", "a", "viewer"}) ASSERT_TRUE(pki->client(u)) << u;
+    cluster = std::make_unique<etcd_cluster>(3, pki.get(), "root");
+    ASSERT_TRUE(cluster->wait_healthy());
+    const std::string setup = std::string(RC_SOURCE_DIR) + "/scripts/fleet-etcd-setup.sh --endpoints " + cluster->endpoints() + " --cacert " +
+                              pki->ca().string() + " --cert " + pki->cert("root").string() + " --key " + pki->key("root").string() +
+                              " --root-password-file " + password_file("root") + " --agent a:" + password_file("a") + " --viewer viewer:" +
+                              password_file("viewer") + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(setup.c_str()), 0);
+
+    const std::string api_key = "ak-Sekret-7f3a9c1e55", gh_token = "ghp_" + std::string("Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1h2J3k4"),
+                      hf_token = "hf_" + std::string("ZxCvBnMaSdFgHjKlQwErTyUiOp12"), etcd_password = "pw-of-a-42",
+                      key_line = "MC4CAQAwBQYDK2VwBCIEIHq9x8KprivatekeyBODY0123456789";
+    // The host runs an installed "release" whose server prints every secret before serving.
+    const auto version_dir = root.path() / "a" / "data" / "versions" / "9.9.9";
+    std::filesystem::create_directories(version_dir / "bin");
+    {
+        std::ofstream w(version_dir / "bin" / "rustycage");
+        w << "#!/bin/sh\n"
+          << "echo 'debug: Authorization: Bearer " << api_key << "'\n"
+          << "echo 'env GITHUB_TOKEN=" << gh_token << " HF_TOKEN=" << hf_token << " etcd password: " << etcd_password << "'\n"
+          << "echo '-----BEGIN PRIVATE KEY-----'; echo '" << key_line << "'; echo '-----END PRIVATE KEY-----'\n"
+          << "exec '" << RC_RUSTYCAGE_BIN << "' \"$@\"\n";
+    }
+    std::filesystem::permissions(version_dir / "bin" / "rustycage", std::filesystem::perms::owner_all);
+    std::filesystem::create_directory_symlink("9.9.9", root.path() / "a" / "data" / "versions" / "current");
+
+    fake_github gh;
+    auto args = creds("a");
+    args.insert(args.end(), {"--api-key", api_key, "--github-repo", "acme/lab", "--github-backoff", "300ms", "--filing-grace", "2s"});
+    agents.push_back(std::make_unique<agent_process>(root.path(), agent_config{"a", cluster->endpoints(), args,
+                                                                               {"GITHUB_TOKEN=" + gh_token, "GITHUB_API_URL=" + gh.url(), "HF_TOKEN=" + hf_token}}));
+    fleet::etcd_gateway admin(as("root"));
+    etcd = std::make_unique<fleet::etcd_gateway>(as("viewer"));
+    ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
+    ASSERT_NE(agents[0]->log().find("[redacted]"), std::string::npos) << "the server's output went through the agent";
+    // The server crashes: an incident with its log tail, filed as an issue.
+    ASSERT_EQ(::kill(record("a")->server.pid, SIGKILL), 0);
+    ASSERT_TRUE(eventually([&] { return gh.issues().size() == 1; }, 90s)) << logs();
+    ASSERT_TRUE(eventually([&] { return ready("a"); }, 60s)) << logs();
+
+    std::vector<std::pair<std::string, std::string>> seen;  // where, text
+    auto all = admin.get_prefix(keys.prefix);
+    ASSERT_TRUE(all.ok()) << all.err().message;
+    for (const auto & kv : all->kvs) seen.emplace_back("etcd " + kv.key, kv.value);
+    auto with = [&](std::vector<std::string> a) {
+        a.insert(a.end(), {"--etcd", cluster->endpoints()});
+        for (auto & c : creds("viewer")) a.push_back(c);
+        return a;
+    };
+    auto status = run_rustycage(with({"fleet", "status", "--json"}));
+    ASSERT_EQ(status.code, 0) << status.out;
+    seen.emplace_back("fleet status", status.out);
+    auto incidents = run_rustycage(with({"incidents", "list", "--json", "--all"}));
+    ASSERT_EQ(incidents.code, 0) << incidents.out;
+    ASSERT_NE(incidents.out.find("server_crash"), std::string::npos) << incidents.out;
+    seen.emplace_back("incidents list", incidents.out);
+    fleet::http_request console;
+    console.url = record("a")->openai_url + "/v1/console/fleet";
+    console.headers = {"Authorization: Bearer " + api_key};
+    auto page = fleet::http_call(console);
+    ASSERT_TRUE(page.ok() && page->ok());
+    seen.emplace_back("console", page->body);
+    for (const auto & i : gh.issues()) {
+        seen.emplace_back("issue", i.title + "\n" + i.body);
+        for (const auto & c : i.comments) seen.emplace_back("issue comment", c);
+    }
+    seen.emplace_back("agent log", agents[0]->log());
+    bool evidence = false;
+    for (const auto & [where, text] : seen) {
+        evidence = evidence || (where.starts_with("etcd") && text.find("Authorization: Bearer [redacted]") != std::string::npos);
+        for (const auto & secret : {api_key, gh_token, hf_token, etcd_password, key_line})
+            EXPECT_EQ(text.find(secret), std::string::npos) << where << " holds a secret (" << secret.substr(0, 6) << "…)";
+    }
+    EXPECT_TRUE(evidence) << "the incident kept the log tail, scrubbed";
 }
 
 }  // namespace
