@@ -96,6 +96,7 @@ TEST_F(fleet_faults, a_frozen_etcd_member_does_not_freeze_membership) {
     EXPECT_EQ(etcd->get(keys.host("a"))->kvs.at(0).lease, lease_a) << logs();
     EXPECT_EQ(agents[0]->log().find("event=lease_lost"), std::string::npos) << logs();
     cluster->thaw_member(0);
+    EXPECT_TRUE(incidents_json(cluster->endpoint(1), true).empty()) << "a hung member is no incident";
 }
 
 TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
@@ -184,6 +185,7 @@ TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed)
     EXPECT_TRUE(back) << logs();
     EXPECT_EQ(failed.load(), 0) << failed << " of " << sent << " requests failed; the first: " << first_failure;
     EXPECT_GT(sent.load(), 50);
+    EXPECT_TRUE(incidents_json(cluster->endpoints(), true).empty()) << "a cut-off agent is no crash";
     std::cout << "[ measure  ] agent silent 30 s: " << sent << " requests for its only model, " << failed << " failed\n";
 }
 
