@@ -4,11 +4,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <regex>
 #include <thread>
 
 #include "fleet/artifact_signature.h"
+#include "fleet/host_claim.h"
 #include "fleet/http_transport.h"
 #include "fleet/rollout_artifact.h"
 #include "models/local_catalog.h"
@@ -23,35 +23,6 @@ using ojson = nlohmann::ordered_json;
 using steady = std::chrono::steady_clock;
 
 std::string now_text() { return store::format_rfc3339(std::chrono::system_clock::now()); }
-
-// The value of `key=` in one of our log lines (quoted values may contain spaces and \" escapes).
-std::string log_field(const std::string & line, const std::string & key) {
-    const std::string needle = " " + key + "=";
-    size_t pos = line.find(needle);
-    if (pos == std::string::npos) return {};
-    pos += needle.size();
-    std::string out;
-    if (pos < line.size() && line[pos] == '"') {
-        for (size_t i = pos + 1; i < line.size() && line[i] != '"'; ++i) {
-            if (line[i] == '\\' && i + 1 < line.size()) ++i;
-            out += line[i];
-        }
-        return out;
-    }
-    const size_t end = line.find(' ', pos);
-    return line.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-}
-
-bool looks_like_oom(const std::string & error) {
-    static const std::regex oom(R"(out of memory|failed to allocate|cannot allocate|\bOOM\b|insufficient memory)", std::regex::icase);
-    return std::regex_search(error, oom);
-}
-
-ojson tail_json(const std::vector<std::string> & lines) {
-    ojson a = ojson::array();
-    for (const auto & l : lines) a.push_back(l);
-    return a;
-}
 
 }  // namespace
 
@@ -114,45 +85,9 @@ host_record agent::build_record() {
     return r;
 }
 
-namespace {
-
-int64_t read_lease_file(const std::filesystem::path & p) {
-    std::ifstream in(p);
-    int64_t lease = 0;
-    return in >> lease ? lease : 0;
-}
-
-void write_lease_file(const std::filesystem::path & p, int64_t lease) {
-    const auto tmp = p.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << lease << "\n";
-        if (!out) return;
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, p, ec);
-}
-
-// "the agent at http://10.0.0.5:8080 (pid 123, started ...)", from the holder's record.
-std::string describe_holder(const etcd_kv & kv) {
-    auto rec = parse_host_record(kv.value);
-    if (!rec.ok()) return "another agent (lease " + std::to_string(kv.lease) + ")";
-    const std::string where = rec->openai_url.empty() ? std::string("an unknown address") : rec->openai_url;
-    return "the agent at " + where + " (pid " + std::to_string(rec->agent_pid) + ", started " + rec->agent_started_at + ")";
-}
-
-}  // namespace
-
 std::filesystem::path agent::lease_file() const { return opts_.data_dir / "fleet-lease"; }
 
-result<std::string> agent::foreign_holder() {
-    auto held = etcd_->get(keys_.host(opts_.host_id));
-    if (!held.ok()) return held.err();
-    if (held->kvs.empty()) return std::string();
-    const etcd_kv & kv = held->kvs[0];
-    if (kv.lease != 0 && kv.lease == read_lease_file(lease_file())) return std::string();  // this data dir's previous life
-    return describe_holder(kv);
-}
+result<std::string> agent::foreign_holder() { return host_id_holder(*etcd_, keys_, opts_.host_id, lease_file()); }
 
 status agent::claim_host_id() {
     for (bool waiting = false;;) {
@@ -173,33 +108,16 @@ bool agent::register_host() {
     (void) etcd_->put(keys_.schema(), std::to_string(fleet_schema_version));
     host_record rec = build_record();
     rec.updated_at = now_text();
-    const std::string key = keys_.host(opts_.host_id);
-    bool created = false;
-    for (int attempt = 0; attempt < 3 && !created; ++attempt) {
-        // Create-if-absent on our lease: a host id has one owner.
-        auto t = etcd_->txn({etcd_compare::absent(key)}, {etcd_op::put(key, to_json(rec).dump(), lease.value())}, {etcd_op::get(key)});
-        if (!t.ok()) break;
-        if (t->succeeded) {
-            created = true;
-            break;
-        }
-        if (t->ranges.empty() || t->ranges[0].kvs.empty()) continue;  // it went in between
-        const etcd_kv & held = t->ranges[0].kvs[0];
-        if (held.lease != 0 && held.lease == read_lease_file(lease_file())) {
-            (void) etcd_->revoke(held.lease);  // our previous life's lease: take the id back now
-            continue;
-        }
-        if (!id_taken_) rc::log::error("fleet", "host_id_taken", {{"host", opts_.host_id}, {"holder", describe_holder(held)},
-                                                                   {"note", "serving on unregistered; retrying until its lease lapses"}});
-        id_taken_ = true;
-        break;
-    }
-    if (!created) {
+    auto claim = claim_host_id_key(*etcd_, keys_, opts_.host_id, to_json(rec).dump(), lease.value(), lease_file());
+    if (!claim.ok() || !claim->holder.empty()) {
+        if (claim.ok() && !id_taken_)
+            rc::log::error("fleet", "host_id_taken", {{"host", opts_.host_id}, {"holder", claim->holder},
+                                                      {"note", "serving on unregistered; retrying until its lease lapses"}});
+        id_taken_ = claim.ok();
         (void) etcd_->revoke(lease.value());
         return false;
     }
     id_taken_ = false;
-    write_lease_file(lease_file(), lease.value());
     std::string first_seen = now_text();
     if (auto old = etcd_->get(keys_.roster_entry(opts_.host_id)); old.ok() && !old->kvs.empty()) {
         auto j = ojson::parse(old->kvs[0].value, nullptr, false);
@@ -231,7 +149,8 @@ void agent::heartbeat_loop() {
                 republish_ = false;
                 last_publish = steady::now();
             } else {
-                if (!outage) rc::log::warn("fleet", "etcd_unreachable", {{"host", opts_.host_id}, {"note", "serving on; will register when etcd answers"}});
+                if (!outage && !id_taken_)
+                    rc::log::warn("fleet", "etcd_unreachable", {{"host", opts_.host_id}, {"note", "serving on; will register when etcd answers"}});
                 outage = true;
                 wait(std::min<std::chrono::milliseconds>(interval, std::chrono::milliseconds(1000)), false);
                 continue;
@@ -269,52 +188,6 @@ void agent::heartbeat_loop() {
         }
         wait(interval, !outage);
     }
-}
-
-void agent::check_server(const server_snapshot & s) {
-    if (!s.health.reachable) return;
-    const auto now = steady::now();
-    if (s.corrupt_blocks > corrupt_seen_) {
-        const uint64_t fresh = s.corrupt_blocks - corrupt_seen_;
-        corrupt_seen_ = s.corrupt_blocks;
-        incidents_->record("kv_corrupt_blocks", "", "", "corrupt KV blocks dropped from the disk tier",
-                           {{"error", std::to_string(fresh) + " corrupt block(s) since the last check"}, {"total", s.corrupt_blocks},
-                            {"log_tail", tail_json(supervisor_->tail(20))}});
-    }
-    fivexx_.emplace_back(now, s.responses_5xx);
-    while (!fivexx_.empty() && now - fivexx_.front().first > opts_.burst_window) fivexx_.erase(fivexx_.begin());
-    const uint64_t in_window = fivexx_.back().second >= fivexx_.front().second ? fivexx_.back().second - fivexx_.front().second : 0;
-    if (in_window >= uint64_t(opts_.burst_5xx) && (last_burst_ == steady::time_point{} || now - last_burst_ > opts_.burst_window)) {
-        last_burst_ = now;
-        ojson routes = ojson::object();
-        for (const auto & [route, n] : s.routes_5xx) routes[route] = n;
-        incidents_->record("http_5xx_burst", "", "", "burst of 5xx responses",
-                           {{"error", std::to_string(in_window) + " 5xx responses within " + std::to_string(opts_.burst_window.count()) + " s"},
-                            {"routes", routes}, {"log_tail", tail_json(supervisor_->tail(40))}});
-    }
-}
-
-void agent::smoke_test(const std::string & url) {
-    http_request req;
-    req.method = "POST";
-    req.url = url + "/v1/chat/completions";
-    req.headers = {"Content-Type: application/json"};
-    if (!opts_.api_key.empty()) req.headers.push_back("Authorization: Bearer " + opts_.api_key);
-    req.body = ojson{{"model", opts_.smoke_model}, {"messages", {{{"role", "user"}, {"content", "ping"}}}}, {"max_tokens", 1}}.dump();
-    req.timeout = std::chrono::milliseconds(60000);
-    auto r = http_call(req);
-    std::string why;
-    if (!r.ok()) why = r.err().message;
-    else if (!r->ok()) why = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
-    else {
-        auto j = nlohmann::json::parse(r->body, nullptr, false);
-        if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) why = "the answer has no choices";
-    }
-    if (why.empty()) {
-        rc::log::info("fleet", "smoke_test_passed", {{"model", opts_.smoke_model}});
-        return;
-    }
-    incidents_->record("smoke_test_failed", opts_.smoke_model, "", why, {{"error", why}, {"log_tail", tail_json(supervisor_->tail(40))}});
 }
 
 void agent::probe_loop() {
@@ -365,50 +238,6 @@ void agent::incident_loop() {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_.load(); });
     }
-}
-
-void agent::on_server_event(const supervisor_event & ev) {
-    using k = supervisor_event::kind;
-    switch (ev.what) {
-        case k::started: {
-            std::lock_guard<std::mutex> lock(mu_);
-            corrupt_seen_ = 0;
-            fivexx_.clear();
-            last_snapshot_ = server_snapshot{};
-            break;
-        }
-        case k::ready: smoke_pending_ = !opts_.smoke_model.empty(); break;
-        case k::exited:
-            if (ev.was_ready && !ev.planned)
-                incidents_->record("server_crash", "", "", ev.exit_description,
-                                   {{"error", ev.exit_description}, {"uptime_s", ev.uptime.count() / 1000.0}, {"log_tail", tail_json(ev.tail)}});
-            break;
-        case k::crash_loop: {
-            ojson exits = ojson::array();
-            for (const auto & e : ev.recent_exits) exits.push_back(e);
-            incidents_->record("crash_loop", "", "", "the server exits before it is ready (" + ev.exit_description + ")",
-                               {{"error", ev.exit_description}, {"consecutive_failures", ev.consecutive_failures}, {"exits", exits},
-                                {"log_tail", tail_json(ev.tail)}});
-            break;
-        }
-        case k::stopped: break;
-    }
-    republish_ = true;
-    cv_.notify_all();
-}
-
-void agent::on_server_line(const std::string & line) {
-    if (line.find(" event=load_failed") == std::string::npos) return;
-    const std::string model = log_field(line, "model");
-    const std::string error = log_field(line, "error");
-    std::string digest;
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (const auto & m : last_snapshot_.models)
-            if (m.name == model || m.name == model + ":latest") digest = m.digest;
-    }
-    incidents_->record(looks_like_oom(error) ? "out_of_memory" : "model_load_failed", model, digest, error,
-                       {{"error", error}, {"log_tail", tail_json(supervisor_->tail(40))}});
 }
 
 std::vector<host_record> agent::healthy_hosts() const {

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,7 +45,10 @@ class agent_process {
                                          "--probe-interval", "300ms", "--probe-timeout", "700ms", "--publish-interval", "1s",
                                          "--restart-backoff", "200ms", "--max-backoff", "2s", "--drain-timeout", "10s",
                                          "--models-dir", (dir_ / "models").string(), "--openai-port", "0", "--ollama-port", "0",
-                                         "--threads", "1", "--ctx-size", "1024", "--parallel", "2"};
+                                         "--threads", "1"};
+        // Defaults a test may override in `extra` (serve takes each flag once).
+        for (const auto & [flag, value] : {std::pair<std::string, std::string>{"--ctx-size", "1024"}, {"--parallel", "2"}})
+            if (std::find(cfg_.extra.begin(), cfg_.extra.end(), flag) == cfg_.extra.end()) args.insert(args.end(), {flag, value});
         args.insert(args.end(), cfg_.extra.begin(), cfg_.extra.end());
         std::vector<std::string> env = environment();
         env.insert(env.end(), cfg_.env.begin(), cfg_.env.end());

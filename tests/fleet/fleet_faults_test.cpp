@@ -192,11 +192,11 @@ TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed)
 TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_streams) {
     REQUIRE_ETCD();
     start_cluster(3);
-    add_agent("a", {"--shutdown-timeout", "60"});
+    add_agent("a", {"--shutdown-timeout", "60", "--parallel", "4", "--ctx-size", "2048"});
     ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
     const auto rec = record("a").value();
 
-    // Four long streams (two decode, two wait for a slot), then kill -9 of the agent.
+    // Four long streams, all decoding, then kill -9 of the agent.
     struct stream_result {
         std::string body;
         long status = 0;
@@ -227,7 +227,7 @@ TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_str
             if (reply.ok()) results[i].status = reply->status;
             else results[i].error = reply.err().message;
         });
-    const bool streaming = eventually([&] { return started.load() >= 2; }, 30s);
+    const bool streaming = eventually([&] { return started.load() >= 4; }, 30s);
     agents[0]->kill_agent();
     for (auto & t : clients) t.join();
     ASSERT_TRUE(streaming);

@@ -254,8 +254,16 @@ TEST_F(fleet_rollout, an_artifact_signed_by_an_untrusted_key_or_unsigned_is_refu
                                     std::pair{missing, std::string("cannot be read")}}) {
         auto up = upgrade("good", sha("good"), {"--signature", sig});
         ASSERT_EQ(up.code, 0) << up.out;
-        ASSERT_TRUE(eventually([&] { return finished(); }, 120s)) << rollout_logs();
-        auto v = rollout();
+        // This rollout by its id: "the newest" cannot tell two rollouts of the same second apart.
+        const size_t at = up.out.find("rollout ro-");
+        ASSERT_NE(at, std::string::npos) << up.out;
+        const std::string id = up.out.substr(at + 8, up.out.find_first_of(" \n", at + 8) - (at + 8));
+        auto this_one = [&] {
+            auto r = fleet::read_rollout(*etcd, keys, id);
+            return r.ok() ? std::optional<fleet::rollout_view>(r.value()) : std::nullopt;
+        };
+        ASSERT_TRUE(eventually([&] { auto r = this_one(); return r && r->rollout.finished(); }, 120s)) << rollout_logs();
+        auto v = this_one();
         EXPECT_EQ(v->rollout.state, "failed");
         EXPECT_NE(v->rollout.message.find(why), std::string::npos) << v->rollout.message;
         EXPECT_NE(v->rollout.message.find("nothing was unpacked"), std::string::npos) << v->rollout.message;

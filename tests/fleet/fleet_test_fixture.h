@@ -26,10 +26,10 @@ class fleet_fixture : public ::testing::Test {
   protected:
     void start_cluster(int members) {
         cluster = std::make_unique<etcd_cluster>(members);
-        ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up; logs in " << cluster->dir();
         fleet::etcd_options o;
         o.endpoints = cluster->endpoint_list();
-        etcd = std::make_unique<fleet::etcd_gateway>(o);
+        etcd = std::make_unique<fleet::etcd_gateway>(o);  // before the check: a test that goes on after it fails must not crash
+        ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up; logs in " << cluster->dir();
     }
 
     agent_process & add_agent(const std::string & id, std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
