@@ -4,9 +4,12 @@
 #include <malloc.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <exception>
 #include <mutex>
+#include <regex>
 
 namespace rc::llama {
 
@@ -59,9 +62,18 @@ void set_template_limits(const template_limits & limits) {
 
 status check_template_size(const std::string & source) {
     const size_t cap = current_template_limits().max_template_bytes;
-    if (source.size() <= cap) return {};
-    return make_error(errc::invalid_argument, "exceeded its budget: template is " + std::to_string(source.size()) +
-                                                  " bytes, more than " + std::to_string(cap));
+    if (source.size() > cap)
+        return make_error(errc::invalid_argument, "exceeded its budget: template is " + std::to_string(source.size()) +
+                                                      " bytes, more than " + std::to_string(cap));
+    // tojson's indentation is one native call the render budget cannot interrupt: a literal indent
+    // must be a small integer (the fuzzer found `tojson(indent=3119f4505)` rendering for 13 s).
+    static const std::regex indent(R"(tojson\s*\(\s*(?:indent\s*=\s*)?([0-9][^,)\s]*))");
+    for (std::sregex_iterator it(source.begin(), source.end(), indent), end; it != end; ++it) {
+        const std::string arg = (*it)[1].str();
+        const bool small = arg.size() <= 2 && std::all_of(arg.begin(), arg.end(), [](unsigned char c) { return std::isdigit(c); });
+        if (!small) return make_error(errc::invalid_argument, "exceeded its budget: tojson indent '" + arg.substr(0, 20) + "' is not an integer up to 99");
+    }
+    return {};
 }
 
 status run_template(const std::string & what, const std::function<void()> & fn, const std::function<bool()> & cancelled) {

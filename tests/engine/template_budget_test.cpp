@@ -54,7 +54,7 @@ TEST(template_budget, huge_loops_and_strings_stop_before_they_take_the_memory) {
              {"{{ 'x' * 1000000000 }}", "string of"},
              {"{% set s = 'ab' %}{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}{{ s }}", "string of"},
              {"{{ 'abc' | indent(1000000000) }}", "string of"},
-             {"{{ messages | tojson(indent=1000000000) }}", "string of"},
+             {"{{ messages | tojson(indent=1000000000) }}", "tojson indent"},  // refused before parsing (check_template_size)
              {"{{ 'x' * 20000000 }}", "string of"},
              {"{{ ('xxxxxxxxxx' * 1000000) | replace('', 'yyyyyyyyyy') }}", "string of"}}) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -104,3 +104,14 @@ TEST(template_budget, real_templates_render_and_recursion_within_bounds_is_fine)
     EXPECT_EQ(out, std::string(50, '(') + std::string(50, ')'));
 }
 
+
+namespace {
+
+TEST(template_budget, a_tojson_indent_that_is_not_a_small_integer_is_refused_before_parsing) {
+    EXPECT_FALSE(rc::llama::check_template_size("{{ messages|tojson(indent=3119f4505) }}").ok());
+    EXPECT_FALSE(rc::llama::check_template_size("{{ messages | tojson(100000) }}").ok());
+    EXPECT_TRUE(rc::llama::check_template_size("{{ messages|tojson(indent=2) }}{{ tools | tojson }}").ok());
+    EXPECT_TRUE(rc::llama::check_template_size("{{ x|tojson(indent=n) }}").ok()) << "a variable: left to the render budget";
+}
+
+}  // namespace
