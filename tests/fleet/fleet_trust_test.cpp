@@ -45,6 +45,18 @@ class fleet_trust : public fleet_fixture {
                 "--etcd-user", user, "--etcd-password-file", (pki->dir() / (user + ".pw")).string()};
     }
 
+    // Certificates for `users` and a 3-member etcd over TLS that requires them (auth not on yet).
+    void start_secure_cluster(const std::vector<std::string> & users) {
+        if (std::system("command -v etcdctl >/dev/null && command -v openssl >/dev/null") != 0)
+            GTEST_FAIL() << "etcdctl and openssl are needed: scripts/setup.sh installs etcd-client";
+        certs = std::make_unique<temp_dir>("pki");
+        pki = std::make_unique<test_pki>(certs->path());
+        ASSERT_TRUE(pki->ok());
+        for (const auto & u : users) ASSERT_TRUE(pki->client(u)) << u;
+        cluster = std::make_unique<etcd_cluster>(3, pki.get(), "root");
+        ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up over TLS; logs in " << cluster->dir();
+    }
+
     std::unique_ptr<temp_dir> certs;
     std::unique_ptr<test_pki> pki;
     std::unique_ptr<gateway::gateway_server> gw;
@@ -52,14 +64,8 @@ class fleet_trust : public fleet_fixture {
 
 TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_works_with_credentials) {
     REQUIRE_ETCD();
-    if (std::system("command -v etcdctl >/dev/null && command -v openssl >/dev/null") != 0)
-        GTEST_FAIL() << "etcdctl and openssl are needed: scripts/setup.sh installs etcd-client";
-    certs = std::make_unique<temp_dir>("pki");
-    pki = std::make_unique<test_pki>(certs->path());
-    ASSERT_TRUE(pki->ok());
-    for (const char * u : {"root", "a", "b", "viewer", "ops"}) ASSERT_TRUE(pki->client(u)) << u;
-    cluster = std::make_unique<etcd_cluster>(3, pki.get(), "root");
-    ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up over TLS; logs in " << cluster->dir();
+    start_secure_cluster({"root", "a", "b", "viewer", "ops"});
+    if (HasFatalFailure()) return;
 
     // The documented setup: auth on, roles and users.
     const std::string setup = std::string(RC_SOURCE_DIR) + "/scripts/fleet-etcd-setup.sh --endpoints " + cluster->endpoints() + " --cacert " +
@@ -148,14 +154,8 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
 // `incidents list`, the console's fleet page, the issue filed or the agent's log.
 TEST_F(fleet_trust, no_secret_reaches_a_record_an_incident_an_issue_a_page_or_a_log) {
     REQUIRE_ETCD();
-    if (std::system("command -v etcdctl >/dev/null && command -v openssl >/dev/null") != 0)
-        GTEST_FAIL() << "etcdctl and openssl are needed: scripts/setup.sh installs etcd-client";
-    certs = std::make_unique<temp_dir>("pki");
-    pki = std::make_unique<test_pki>(certs->path());
-    ASSERT_TRUE(pki->ok());
-    for (const char * u : {"root", "a", "viewer"}) ASSERT_TRUE(pki->client(u)) << u;
-    cluster = std::make_unique<etcd_cluster>(3, pki.get(), "root");
-    ASSERT_TRUE(cluster->wait_healthy());
+    start_secure_cluster({"root", "a", "viewer"});
+    if (HasFatalFailure()) return;
     const std::string setup = std::string(RC_SOURCE_DIR) + "/scripts/fleet-etcd-setup.sh --endpoints " + cluster->endpoints() + " --cacert " +
                               pki->ca().string() + " --cert " + pki->cert("root").string() + " --key " + pki->key("root").string() +
                               " --root-password-file " + password_file("root") + " --agent a:" + password_file("a") + " --viewer viewer:" +
