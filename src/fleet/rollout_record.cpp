@@ -233,7 +233,9 @@ result<std::vector<rollout_view>> read_rollouts(etcd_client & etcd, const fleet_
     std::vector<etcd_kv> docs;
     for (const auto & kv : all->kvs)
         if (!fleet_keys::tail(kv.key, keys.rollouts()).empty()) docs.push_back(kv);
-    std::sort(docs.begin(), docs.end(), [](const etcd_kv & a, const etcd_kv & b) { return a.key > b.key; });
+    // Newest first by etcd's own creation order: ids carry a wall-clock second, which neither orders
+    // two rollouts of the same second nor two operators' clocks.
+    std::sort(docs.begin(), docs.end(), [](const etcd_kv & a, const etcd_kv & b) { return a.create_revision > b.create_revision; });
     std::vector<rollout_view> out;
     for (const auto & kv : docs) {
         if (out.size() >= limit) break;

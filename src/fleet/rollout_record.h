@@ -92,7 +92,7 @@ nlohmann::ordered_json to_json(const host_progress & p);
 result<rollout_record> parse_rollout(const std::string & text);
 result<host_progress> parse_host_progress(const std::string & text);
 
-// "ro-20261201T101112Z-1a2b": sortable by creation time.
+// "ro-20261201T101112Z-1a2b": for people; creation order is etcd's create revision (read_rollouts).
 std::string new_rollout_id();
 // Versions name directories: 1-64 of [A-Za-z0-9._+-], not starting with '.' or '-'.
 bool valid_version_name(const std::string & v);
