@@ -5,15 +5,18 @@
 #
 #   scripts/fleet-etcd-setup.sh --endpoints URL[,URL…] [--cacert F --cert F --key F] [--prefix fleet/]
 #       --root-password-file F [--operator NAME:PASSWORD_FILE] [--viewer NAME:PASSWORD_FILE]
-#       [--agent HOST_ID:PASSWORD_FILE]...
+#       [--agent HOST_ID:PASSWORD_FILE]... [--triager HOST_ID]...
 #
-# Roles, on key ranges under the prefix:
+# Roles, on key ranges under the prefix (the layout: src/fleet/fleet_keys.h):
 #   fleet-viewer          read the whole prefix                       (console, gateway, fleet status)
-#   fleet-operator        read; write rollouts/, rollout-active, incidents/ (ack), roster/ and health/ (forget)
-#   fleet-agent-<host>    read; write hosts/<host> and roster/<host> (its own only), and the shared ranges
-#                         agents coordinate in: health/, incidents/, outbox/, issues/, election/,
-#                         rollout-hosts/, rollout-sems/, rollout-slots/, and rollouts/ (the elected
-#                         driver records its decisions there)
+#   fleet-operator        read; write rollouts/ and rollout-active (create, pause, abort), incidents/
+#                         (ack), roster/ and health/ (forget)
+#   fleet-agent-<host>    read; write what is its own: hosts/<host>, roster/<host>, health/<host>/,
+#                         incidents/<host>/, outbox/<host>/, rollout-progress/<host>/; and the ranges
+#                         agents coordinate in: election/rollout, rollout-state/ (the elected driver's
+#                         plan), rollout-sems/, rollout-slots/. Never rollouts/: no agent names an artifact.
+#   fleet-triager         write outbox/, issues/, election/triager: files every host's incidents on
+#                         GitHub. Given to the agents named by --triager (those that hold a GitHub token).
 # An agent's user is named after its host id (a client certificate with that CN is the same user).
 set -euo pipefail
 
@@ -22,7 +25,7 @@ say() { echo "[fleet-etcd-setup] $*"; }
 command -v etcdctl >/dev/null || die "etcdctl is missing (apt-get install etcd-client)"
 
 endpoints="" cacert="" cert="" key="" prefix="fleet/" root_pw_file="" operator="" viewer=""
-agents=()
+agents=() triagers=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --endpoints) endpoints=$2; shift 2 ;;
@@ -34,7 +37,8 @@ while [ $# -gt 0 ]; do
         --operator) operator=$2; shift 2 ;;
         --viewer) viewer=$2; shift 2 ;;
         --agent) agents+=("$2"); shift 2 ;;
-        *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+        --triager) triagers+=("$2"); shift 2 ;;
+        *) sed -n '2,22p' "$0" >&2; exit 2 ;;
     esac
 done
 [ -n "$endpoints" ] && [ -n "$root_pw_file" ] || die "--endpoints and --root-password-file are required"
@@ -61,7 +65,7 @@ add_user() {  # name password-file
     pw=$(head -1 "$2")
     if has_user "$1"; then say "user $1 exists (password kept)"; else ctl user add "$1:$pw" >/dev/null; say "user $1 added"; fi
 }
-add_role() { has_role "$1" || ctl role add "$1" >/dev/null; }
+add_role() { ctl role add "$1" >/dev/null 2>&1 || has_role "$1" || die "cannot add role $1"; }
 grant() {  # role read|write|readwrite key [--prefix]
     ctl role grant-permission "$1" "$2" "$3" ${4:+"$4"} >/dev/null
 }
@@ -85,17 +89,24 @@ for spec in "${agents[@]}"; do
     grant "$role" read "$prefix" --prefix
     grant "$role" readwrite "${prefix}hosts/$host"
     grant "$role" readwrite "${prefix}roster/$host"
-    for r in health/ incidents/ outbox/ issues/ election/ rollout-hosts/ rollout-sems/ rollout-slots/ rollouts/; do
-        grant "$role" readwrite "$prefix$r" --prefix
-    done
+    for r in health incidents outbox rollout-progress; do grant "$role" readwrite "$prefix$r/$host/" --prefix; done
+    for r in election/rollout rollout-state/ rollout-sems/ rollout-slots/; do grant "$role" readwrite "$prefix$r" --prefix; done
     add_user "$host" "$file"
     ctl user grant-role "$host" "$role" >/dev/null
 done
+if [ ${#triagers[@]} -gt 0 ]; then
+    add_role fleet-triager
+    for r in outbox/ issues/ election/triager; do grant fleet-triager readwrite "$prefix$r" --prefix; done
+    for host in "${triagers[@]}"; do
+        has_user "$host" || die "--triager $host: no such user (name it with --agent too)"
+        ctl user grant-role "$host" fleet-triager >/dev/null
+    done
+fi
 if [ -n "$operator" ]; then add_user "${operator%%:*}" "${operator#*:}"; ctl user grant-role "${operator%%:*}" fleet-operator >/dev/null; fi
 if [ -n "$viewer" ]; then add_user "${viewer%%:*}" "${viewer#*:}"; ctl user grant-role "${viewer%%:*}" fleet-viewer >/dev/null; fi
 
 # The layout version, written once here: agents only read it under auth.
-ctl put "${prefix}schema" 1 >/dev/null
+ctl put "${prefix}schema" 2 >/dev/null
 if [ "$auth_on" = false ]; then
     ctl auth enable >/dev/null
     say "authentication enabled"

@@ -159,7 +159,11 @@ int forget(const etcd_flags & f, const std::string & id) {
     auto n = etcd.value()->del(keys.roster_entry(id));
     if (!n.ok()) return fail(n.err());
     if (n.value() == 0) return fail("no host '" + id + "' in the fleet");
-    (void) etcd.value()->del(keys.health_of(id), true);
+    // Its own views of others, and every other host's view of it.
+    (void) etcd.value()->del(keys.health_by(id), true);
+    if (auto all = etcd.value()->get_prefix(keys.health()); all.ok())
+        for (const auto & kv : all->kvs)
+            if (fleet::fleet_keys::pair_under(kv.key, keys.health()).second == id) (void) etcd.value()->del(kv.key);
     std::cout << "forgot " << id << "\n";
     return 0;
 }

@@ -80,7 +80,7 @@ int upgrade(const upgrade_flags & f) {
     auto etcd = open_etcd(f.etcd);
     if (!etcd.ok()) return fail(etcd.err());
     const auto keys = keys_for(f.etcd);
-    auto w = fleet::write_rollout(*etcd.value(), keys, r);
+    auto w = fleet::create_rollout(*etcd.value(), keys, r);
     if (!w.ok()) return fail("cannot write the rollout to etcd at " + f.etcd.endpoints + ": " + w.err().message);
     if (!w.value()) {
         auto active = fleet::read_rollout(*etcd.value(), keys);
@@ -134,23 +134,24 @@ int change(const rollout_flags & f, const std::string & verb) {
         if (!v.ok()) return fail(v.err());
         fleet::rollout_record r = v->rollout;
         if (r.finished()) return fail("rollout " + r.id + " is " + r.state + " already");
+        const std::string now = store::format_rfc3339(std::chrono::system_clock::now());
+        std::string after;
         if (verb == "pause") {
             if (r.state == "paused") return fail("rollout " + r.id + " is paused already");
-            r.state = "paused";
-            r.message = "paused by " + who() + ": no host starts a new step; a host cutting over finishes";
+            r.request = {"paused", "paused by " + who() + ": no host starts a new step; a host cutting over finishes", now};
+            after = "paused";
         } else if (verb == "resume") {
             if (r.state != "paused") return fail("rollout " + r.id + " is " + r.state + ", not paused");
-            r.state = r.cohorts.empty() ? "pending" : "running";
-            r.message = "resumed by " + who();
+            r.request = {"", "resumed by " + who(), now};
+            after = r.driver_state;
         } else {
-            r.state = "aborted";
-            r.message = "aborted by " + who() + ": hosts that have not cut over stay on their version";
-            r.finished_at = store::format_rfc3339(std::chrono::system_clock::now());
+            r.request = {"aborted", "aborted by " + who() + ": hosts that have not cut over stay on their version", now};
+            after = "aborted";
         }
-        auto w = fleet::write_rollout(*etcd.value(), keys, r);
+        auto w = fleet::request_rollout(*etcd.value(), keys, r);
         if (!w.ok()) return fail(w.err());
         if (w.value()) {
-            std::cout << "rollout " << r.id << ": " << r.state << "\n";
+            std::cout << "rollout " << r.id << ": " << after << "\n";
             return 0;
         }
     }

@@ -69,14 +69,12 @@ result<fleet_snapshot> read_fleet(etcd_client & etcd, const fleet_keys & keys) {
         if (auto r = parse_host_record(kv.value); r.ok()) h.record = r.value();
     }
     for (const auto & kv : health->kvs) {
-        // health/<target>/<observer>
-        const std::string rest = kv.key.substr(keys.health().size());
-        const size_t slash = rest.find('/');
-        if (slash == std::string::npos) continue;
+        const auto [observer, target] = fleet_keys::pair_under(kv.key, keys.health());
+        if (target.empty()) continue;
         auto j = ojson::parse(kv.value, nullptr, false);
         if (!j.is_object()) continue;
-        health_observation o{rest.substr(slash + 1), str(j, "state"), str(j, "error"), str(j, "checked_at"), j.value("ready", false)};
-        auto it = by_id.find(rest.substr(0, slash));
+        health_observation o{observer, str(j, "state"), str(j, "error"), str(j, "checked_at"), j.value("ready", false)};
+        auto it = by_id.find(target);
         if (it != by_id.end()) it->second.observations.push_back(o);
     }
     for (const auto & v : incidents.value())
@@ -106,13 +104,13 @@ result<std::vector<incident_view>> read_incidents(etcd_client & etcd, const flee
     if (!box.ok()) return box.err();
     std::map<std::string, outbox_entry> entries;
     for (const auto & kv : box->kvs)
-        if (auto e = parse_outbox_entry(kv.value); e.ok()) entries[e->incident_id] = e.value();
+        if (auto e = parse_outbox_entry(kv.value); e.ok()) entries[e->host + "/" + e->incident_id] = e.value();
     std::vector<incident_view> out;
     for (const auto & kv : incs->kvs) {
         auto i = parse_fleet_incident(kv.value);
         if (!i.ok()) continue;
         incident_view v{i.value(), std::nullopt};
-        if (auto it = entries.find(v.incident.id); it != entries.end()) v.outbox = it->second;
+        if (auto it = entries.find(v.incident.host + "/" + v.incident.id); it != entries.end()) v.outbox = it->second;
         out.push_back(std::move(v));
     }
     std::sort(out.begin(), out.end(), [](const incident_view & a, const incident_view & b) {
@@ -139,7 +137,8 @@ result<fleet_incident> ack_incident(etcd_client & etcd, const fleet_keys & keys,
     for (int attempt = 0; attempt < 5; ++attempt) {
         auto v = find_incident(etcd, keys, id);
         if (!v.ok()) return v.err();
-        auto kv = etcd.get(keys.incident(v->incident.id));
+        const std::string key = keys.incident(v->incident.host, v->incident.id);
+        auto kv = etcd.get(key);
         if (!kv.ok()) return kv.err();
         if (kv->kvs.empty()) return make_error(errc::not_found, "incident '" + id + "' is gone");
         auto inc = parse_fleet_incident(kv->kvs[0].value);
@@ -147,8 +146,7 @@ result<fleet_incident> ack_incident(etcd_client & etcd, const fleet_keys & keys,
         if (!inc->acked_at.empty()) return inc.value();
         inc->acked_at = store::format_rfc3339(std::chrono::system_clock::now());
         inc->acked_by = by;
-        auto r = etcd.txn({etcd_compare::mod_revision_is(keys.incident(inc->id), kv->kvs[0].mod_revision)},
-                          {etcd_op::put(keys.incident(inc->id), to_json(inc.value()).dump())});
+        auto r = etcd.txn({etcd_compare::mod_revision_is(key, kv->kvs[0].mod_revision)}, {etcd_op::put(key, to_json(inc.value()).dump())});
         if (!r.ok()) return r.err();
         if (r->succeeded) return inc.value();
     }

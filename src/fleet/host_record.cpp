@@ -124,4 +124,11 @@ result<host_record> parse_host_record(const std::string & text) {
     return r;
 }
 
+std::string registration_problem(const std::string & key_id, int64_t lease, const result<host_record> & parsed) {
+    if (!parsed.ok()) return "not a host record";
+    if (lease == 0) return "not on a lease (agents register on theirs)";
+    if (parsed->id != key_id) return "it names host '" + parsed->id + "' under the key of '" + key_id + "'";
+    return "";
+}
+
 }  // namespace rc::fleet

@@ -84,5 +84,10 @@ struct host_record {
 nlohmann::ordered_json to_json(const host_record & r);
 // Errors: invalid_argument when the text is not a JSON object with a string "id".
 result<host_record> parse_host_record(const std::string & text);
+// Why the entry hosts/<key_id> is not an agent's registration, "" when it is. An agent registers
+// under its own id, on its lease, and etcd lets only the user <key_id> write that key
+// (scripts/fleet-etcd-setup.sh): a record not on a lease, or naming another host, was put there by
+// someone else. Peers never probe it, the gateway never routes to it, a rollout never plans it.
+std::string registration_problem(const std::string & key_id, int64_t lease, const result<host_record> & parsed);
 
 }  // namespace rc::fleet

@@ -60,11 +60,12 @@ result<int> incident_publisher::publish_once() {
         fleet_incident inc = from_local(*it, host_, versions_, hardware_);
         outbox_entry entry;
         entry.incident_id = inc.id;
+        entry.host = inc.host;
         entry.fingerprint = inc.fingerprint;
         entry.created_at = store::format_rfc3339(std::chrono::system_clock::now());
-        auto r = etcd_.txn({etcd_compare::absent(keys_.incident(inc.id))},
-                           {etcd_op::put(keys_.incident(inc.id), to_json(inc).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)),
-                            etcd_op::put(keys_.outbox_entry(inc.id), to_json(entry).dump())});
+        auto r = etcd_.txn({etcd_compare::absent(keys_.incident(inc.host, inc.id))},
+                           {etcd_op::put(keys_.incident(inc.host, inc.id), to_json(inc).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)),
+                            etcd_op::put(keys_.outbox_entry(inc.host, inc.id), to_json(entry).dump())});
         if (!r.ok()) return r.err();
         if (r->succeeded) {
             ++fresh;

@@ -72,6 +72,12 @@ void peer_monitor::apply(const etcd_kv & kv, bool deleted) {
         return;
     }
     auto rec = parse_host_record(kv.value);
+    if (const std::string why = registration_problem(id, kv.lease, rec); !why.empty()) {
+        rc::log::warn("fleet", "host_record_ignored", {{"key", kv.key}, {"why", why}, {"note", "not written by an agent: never probed"}});
+        std::lock_guard<std::mutex> lock(mu_);
+        peers_.erase(id);
+        return;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto & p = peers_[id];
     p.id = id;

@@ -52,7 +52,7 @@ std::string md_cell(const std::string & s) {
 }  // namespace
 
 ojson to_json(const outbox_entry & e) {
-    ojson j = {{"schema", 1},           {"incident", e.incident_id},     {"fingerprint", e.fingerprint}, {"state", e.state},
+    ojson j = {{"schema", 1},           {"incident", e.incident_id}, {"host", e.host}, {"fingerprint", e.fingerprint}, {"state", e.state},
                {"created_at", e.created_at}, {"attempts", e.attempts}, {"next_attempt_at", e.next_attempt_at}, {"last_error", e.last_error}};
     if (e.triage) j["triage"] = to_json(*e.triage);
     if (!e.filing_by.empty()) j["filing"] = {{"by", e.filing_by}, {"lease", std::to_string(e.filing_lease)}, {"since", e.filing_since}};
@@ -66,6 +66,7 @@ result<outbox_entry> parse_outbox_entry(const std::string & text) {
     if (!j.is_object() || !j.contains("incident") || !j["incident"].is_string()) return make_error(errc::invalid_argument, "not an outbox entry");
     outbox_entry e;
     e.incident_id = str(j, "incident");
+    e.host = str(j, "host");
     e.fingerprint = str(j, "fingerprint");
     e.state = str(j, "state").empty() ? "pending" : str(j, "state");
     e.created_at = str(j, "created_at");
@@ -145,9 +146,9 @@ outbox_worker::outbox_worker(etcd_client & etcd, github_client & github, fleet_k
     : etcd_(etcd), github_(github), keys_(std::move(keys)), host_(std::move(host)), opts_(std::move(opts)), triage_(std::move(triage)) {}
 
 bool outbox_worker::write(const outbox_entry & e, const std::vector<etcd_op> & also) {
-    std::vector<etcd_op> ops = {etcd_op::put(keys_.outbox_entry(e.incident_id), to_json(e).dump())};
+    std::vector<etcd_op> ops = {etcd_op::put(keys_.outbox_entry(e.host, e.incident_id), to_json(e).dump())};
     ops.insert(ops.end(), also.begin(), also.end());
-    auto r = etcd_.txn({etcd_compare::mod_revision_is(keys_.outbox_entry(e.incident_id), e.mod_revision)}, ops);
+    auto r = etcd_.txn({etcd_compare::mod_revision_is(keys_.outbox_entry(e.host, e.incident_id), e.mod_revision)}, ops);
     if (!r.ok()) {
         rc::log::warn("fleet", "outbox_write_failed", {{"incident", e.incident_id}, {"error", r.err().message}});
         return false;
@@ -157,20 +158,26 @@ bool outbox_worker::write(const outbox_entry & e, const std::vector<etcd_op> & a
 }
 
 result<int> outbox_worker::run_once(int64_t my_lease, sys_time now) {
-    auto entries = etcd_.get_prefix(keys_.outbox());
-    if (!entries.ok()) return entries.err();
-    int changed = 0;
-    // Keys sort by incident id, which starts with its time: oldest first. A fingerprint's later
-    // incidents wait until its first one is filed, then comment on that issue (no second triage).
-    std::set<std::string> unfiled;
-    for (const auto & kv : entries->kvs) {
+    auto all = etcd_.get_prefix(keys_.outbox());
+    if (!all.ok()) return all.err();
+    std::vector<outbox_entry> entries;
+    for (const auto & kv : all->kvs) {
         auto e = parse_outbox_entry(kv.value);
         if (!e.ok() || e->state == "done") continue;
-        if (unfiled.count(e->fingerprint)) continue;
+        e->host = fleet_keys::pair_under(kv.key, keys_.outbox()).first;  // the key says whose it is
         e->mod_revision = kv.mod_revision;
-        const std::string fp = e->fingerprint, id = e->incident_id;
-        if (step(std::move(e.value()), my_lease, now)) ++changed;
-        auto after = etcd_.get(keys_.outbox_entry(id));
+        if (!e->host.empty()) entries.push_back(std::move(e.value()));
+    }
+    // Incident ids start with their time: oldest first, whichever host published them. A fingerprint's
+    // later incidents wait until its first one is filed, then comment on that issue (no second triage).
+    std::sort(entries.begin(), entries.end(), [](const outbox_entry & a, const outbox_entry & b) { return a.incident_id < b.incident_id; });
+    int changed = 0;
+    std::set<std::string> unfiled;
+    for (auto & e : entries) {
+        if (unfiled.count(e.fingerprint)) continue;
+        const std::string fp = e.fingerprint, id = e.incident_id, host = e.host;
+        if (step(std::move(e), my_lease, now)) ++changed;
+        auto after = etcd_.get(keys_.outbox_entry(host, id));
         if (!after.ok() || after->kvs.empty()) continue;
         auto now_entry = parse_outbox_entry(after->kvs[0].value);
         if (!now_entry.ok() || now_entry->state != "done") unfiled.insert(fp);
@@ -186,7 +193,7 @@ bool outbox_worker::step(outbox_entry e, int64_t my_lease, sys_time now) {
         case outbox_step::done:
         case outbox_step::wait: return false;
         case outbox_step::triage: {
-            auto inc_kv = etcd_.get(keys_.incident(e.incident_id));
+            auto inc_kv = etcd_.get(keys_.incident(e.host, e.incident_id));
             if (!inc_kv.ok() || inc_kv->kvs.empty()) return false;
             auto inc = parse_fleet_incident(inc_kv->kvs[0].value);
             if (!inc.ok()) return false;
@@ -201,7 +208,7 @@ bool outbox_worker::step(outbox_entry e, int64_t my_lease, sys_time now) {
             e.filing_since = now_text(now);
             e.attempts += 1;
             if (!write(e)) return false;
-            auto fresh = etcd_.get(keys_.outbox_entry(e.incident_id));
+            auto fresh = etcd_.get(keys_.outbox_entry(e.host, e.incident_id));
             if (!fresh.ok() || fresh->kvs.empty()) return false;
             e.mod_revision = fresh->kvs[0].mod_revision;
             return file(std::move(e), now);
@@ -225,7 +232,7 @@ bool outbox_worker::record_failure(outbox_entry e, const gh_status & why, sys_ti
 }
 
 bool outbox_worker::file(outbox_entry e, sys_time now) {
-    auto inc_kv = etcd_.get(keys_.incident(e.incident_id));
+    auto inc_kv = etcd_.get(keys_.incident(e.host, e.incident_id));
     if (!inc_kv.ok() || inc_kv->kvs.empty()) return false;
     auto parsed = parse_fleet_incident(inc_kv->kvs[0].value);
     if (!parsed.ok()) return false;

@@ -38,7 +38,7 @@ namespace rc::fleet {
 using sys_time = std::chrono::system_clock::time_point;
 
 struct outbox_entry {
-    std::string incident_id, fingerprint;
+    std::string incident_id, host, fingerprint;  // host: whose agent published the incident (its key range)
     std::string state = "pending";  // pending | filing | done
     std::string created_at;
     int attempts = 0;

@@ -38,7 +38,7 @@ result<bool> rollout_driver::step_once() {
     if (!hosts.ok()) return hosts.err();
     for (const auto & kv : hosts->kvs) {
         auto rec = parse_host_record(kv.value);
-        if (!rec.ok()) continue;
+        if (!registration_problem(fleet_keys::tail(kv.key, keys_.hosts()), kv.lease, rec).empty()) continue;  // no agent's: never planned
         live_host & h = live[rec->id];
         h.registered = true;
         h.ready = rec->server.ready;
@@ -61,7 +61,7 @@ result<bool> rollout_driver::step_once() {
     const bool stamp = view->rollout.driver != host_ && !view->rollout.finished();
     if (d.action == rollout_action::none && !stamp) return false;
     d.next.driver = host_;  // a new leader says so, even when there is nothing else to write
-    auto w = write_rollout(etcd_, keys_, d.next);
+    auto w = write_rollout_state(etcd_, keys_, d.next);
     if (!w.ok()) return w.err();
     if (w.value() && d.action != rollout_action::none)
         rc::log::info("fleet", "rollout_" + std::string(d.next.state == "running" ? "progress" : d.next.state),

@@ -94,12 +94,12 @@ bool rollout_host::write(const rollout_record & r, host_progress & p, const std:
 
 rollout_host::gate rollout_host::wait_gate(const rollout_record & r, const stop_fn & should_stop) {
     while (!should_stop()) {
-        auto doc = etcd_.get(keys_.rollout(r.id));
-        if (doc.ok()) {
-            if (doc->kvs.empty()) return gate::stop;
-            auto now = parse_rollout(doc->kvs[0].value);
-            if (!now.ok() || now->state == "failed" || now->state == "aborted" || now->state == "done") return gate::stop;
+        auto now = read_rollout_record(etcd_, keys_, r.id);
+        if (now.ok()) {
+            if (now->finished()) return gate::stop;
             if (now->state == "running") return gate::go;
+        } else if (now.err().code == errc::not_found || now.err().code == errc::invalid_argument) {
+            return gate::stop;  // gone or unreadable
         }
         pause_for(should_stop, opts_.poll);  // paused, or etcd away: wait
     }

@@ -61,6 +61,7 @@ ojson to_json(const rollout_record & r) {
             {"smoke_models", r.spec.smoke_models},
             {"bake_ms", int64_t(r.spec.bake.count())},
             {"host_timeout_ms", int64_t(r.spec.host_timeout.count())},
+            {"request", {{"state", r.request.state}, {"message", r.request.message}, {"at", r.request.at}}},
             {"state", r.state},
             {"message", r.message},
             {"created_at", r.created_at},
@@ -91,6 +92,8 @@ result<rollout_record> parse_rollout(const std::string & text) {
     r.spec.smoke_models = strings(j, "smoke_models");
     r.spec.bake = std::chrono::milliseconds(num(j, "bake_ms", 60000));
     r.spec.host_timeout = std::chrono::milliseconds(num(j, "host_timeout_ms", 600000));
+    if (j.contains("request") && j["request"].is_object())
+        r.request = {str(j["request"], "state"), str(j["request"], "message"), str(j["request"], "at")};
     r.state = str(j, "state");
     r.message = str(j, "message");
     r.created_at = str(j, "created_at");
@@ -190,20 +193,102 @@ ojson to_json(const rollout_view & v) {
 
 namespace {
 
-result<rollout_view> view_of(etcd_client & etcd, const fleet_keys & keys, const etcd_kv & kv) {
-    auto r = parse_rollout(kv.value);
+// Which fields live in which document.
+const char * const spec_fields[] = {"schema", "id", "version", "artifact", "sha256", "signature", "cohort_size", "max_unavailable",
+                                    "smoke_models", "bake_ms", "host_timeout_ms", "created_at", "created_by", "request"};
+const char * const state_fields[] = {"state", "message", "started_at", "finished_at", "driver", "cohorts", "cohort", "cohort_started_at",
+                                     "hosts", "slots", "notes"};
+
+template <size_t N>
+ojson pick(const ojson & from, const char * const (&fields)[N]) {
+    ojson out = ojson::object();
+    for (const char * f : fields)
+        if (from.contains(f)) out[f] = from[f];
+    return out;
+}
+
+std::string spec_doc(const rollout_record & r) { return pick(to_json(r), spec_fields).dump(); }
+
+std::string state_doc(const rollout_record & r) {
+    ojson j = pick(to_json(r), state_fields);
+    j["id"] = r.id;
+    if (!r.request.state.empty() && r.state == r.request.state) {  // the operator's overlay is not the driver's to store
+        j["state"] = r.driver_state;
+        j["message"] = r.driver_message;
+        j["finished_at"] = r.driver_finished_at;
+    }
+    return j.dump();
+}
+
+// The operator's pause or abort laid over what the driver wrote; a done or failed rollout stays so.
+void lay_request_over(rollout_record & r) {
+    if (r.state.empty()) {
+        r.state = "pending";
+        if (r.message.empty()) r.message = "waiting for the driver to plan it";
+    }
+    r.driver_state = r.state;
+    r.driver_message = r.message;
+    r.driver_finished_at = r.finished_at;
+    if (r.finished()) return;
+    if (r.request.state == "aborted") {
+        r.state = "aborted";
+        r.message = r.request.message;
+        r.finished_at = r.request.at;
+    } else if (r.request.state == "paused") {
+        r.state = "paused";
+        r.message = r.request.message;
+    }
+}
+
+result<rollout_record> record_of(etcd_client & etcd, const fleet_keys & keys, const etcd_kv & spec_kv) {
+    ojson merged = ojson::parse(spec_kv.value, nullptr, false);
+    if (!merged.is_object()) return make_error(errc::invalid_argument, "not a rollout record");
+    merged = pick(merged, spec_fields);
+    std::string id = merged.contains("id") && merged["id"].is_string() ? merged["id"].get<std::string>() : "";
+    if (id.empty()) return make_error(errc::invalid_argument, "not a rollout record");
+    auto state = etcd.get(keys.rollout_state(id));
+    if (!state.ok()) return state.err();
+    int64_t state_revision = 0;
+    if (!state->kvs.empty()) {
+        state_revision = state->kvs[0].mod_revision;
+        ojson sj = ojson::parse(state->kvs[0].value, nullptr, false);
+        if (sj.is_object()) merged.update(pick(sj, state_fields));
+    }
+    auto r = parse_rollout(merged.dump());
+    if (!r.ok()) return r.err();
+    r->spec_revision = spec_kv.mod_revision;
+    r->state_revision = state_revision;
+    lay_request_over(r.value());
+    return r;
+}
+
+result<rollout_view> view_of(etcd_client & etcd, const fleet_keys & keys, const etcd_kv & spec_kv) {
+    auto r = record_of(etcd, keys, spec_kv);
     if (!r.ok()) return r.err();
     rollout_view v{r.value(), {}};
-    v.rollout.mod_revision = kv.mod_revision;
-    auto hosts = etcd.get_prefix(keys.rollout_hosts(v.rollout.id));
-    if (!hosts.ok()) return hosts.err();
-    for (const auto & h : hosts->kvs) {
-        auto p = parse_host_progress(h.value);
-        if (!p.ok()) continue;
-        p->mod_revision = h.mod_revision;
-        v.progress[p->host] = p.value();
+    // Each planned host's progress sits in its own range: one transaction reads them all.
+    std::vector<etcd_op> reads;
+    for (const auto & h : v.rollout.hosts) reads.push_back(etcd_op::get(keys.rollout_host(v.rollout.id, h.id)));
+    for (size_t at = 0; at < reads.size(); at += 100) {  // etcd's default limit is 128 operations per transaction
+        std::vector<etcd_op> chunk(reads.begin() + long(at), reads.begin() + long(std::min(reads.size(), at + 100)));
+        auto t = etcd.txn({}, chunk);
+        if (!t.ok()) return t.err();
+        for (const auto & range : t->ranges)
+            for (const auto & h : range.kvs) {
+                auto p = parse_host_progress(h.value);
+                if (!p.ok()) continue;
+                p->mod_revision = h.mod_revision;
+                v.progress[p->host] = p.value();
+            }
     }
     return v;
+}
+
+result<etcd_kv> spec_kv_of(etcd_client & etcd, const fleet_keys & keys, const std::string & id) {
+    auto doc = etcd.get(keys.rollout(id));
+    if (!doc.ok()) return doc.err();
+    if (doc->kvs.empty()) return make_error(errc::not_found, "no rollout '" + id + "'");
+    return doc->kvs[0];
 }
 
 }  // namespace
@@ -221,10 +306,15 @@ result<rollout_view> read_rollout(etcd_client & etcd, const fleet_keys & keys, c
         if (all->empty()) return make_error(errc::not_found, "no rollout yet: start one with `rustycage fleet upgrade`");
         return all->front();
     }
-    auto doc = etcd.get(keys.rollout(want));
-    if (!doc.ok()) return doc.err();
-    if (doc->kvs.empty()) return make_error(errc::not_found, "no rollout '" + want + "'");
-    return view_of(etcd, keys, doc->kvs[0]);
+    auto kv = spec_kv_of(etcd, keys, want);
+    if (!kv.ok()) return kv.err();
+    return view_of(etcd, keys, kv.value());
+}
+
+result<rollout_record> read_rollout_record(etcd_client & etcd, const fleet_keys & keys, const std::string & id) {
+    auto kv = spec_kv_of(etcd, keys, id);
+    if (!kv.ok()) return kv.err();
+    return record_of(etcd, keys, kv.value());
 }
 
 result<std::vector<rollout_view>> read_rollouts(etcd_client & etcd, const fleet_keys & keys, size_t limit) {
@@ -246,17 +336,35 @@ result<std::vector<rollout_view>> read_rollouts(etcd_client & etcd, const fleet_
     return out;
 }
 
-result<bool> write_rollout(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r) {
-    std::vector<etcd_compare> cmp;
-    std::vector<etcd_op> ops = {etcd_op::put(keys.rollout(r.id), to_json(r).dump())};
-    if (r.mod_revision == 0) {
-        cmp = {etcd_compare::absent(keys.rollout_active()), etcd_compare::absent(keys.rollout(r.id))};
-        if (!r.finished()) ops.push_back(etcd_op::put(keys.rollout_active(), r.id));
+result<bool> create_rollout(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r) {
+    // The active one may be replaced only once it has finished: compare on the revision it was read at.
+    auto active = etcd.get(keys.rollout_active());
+    if (!active.ok()) return active.err();
+    std::vector<etcd_compare> cmp = {etcd_compare::absent(keys.rollout(r.id))};
+    if (active->kvs.empty()) {
+        cmp.push_back(etcd_compare::absent(keys.rollout_active()));
     } else {
-        cmp = {etcd_compare::mod_revision_is(keys.rollout(r.id), r.mod_revision)};
-        if (r.finished()) ops.push_back(etcd_op::del(keys.rollout_active()));
+        auto current = read_rollout_record(etcd, keys, active->kvs[0].value);
+        if (current.ok() && !current->finished()) return false;
+        if (!current.ok() && current.err().code != errc::not_found) return current.err();
+        cmp.push_back(etcd_compare::mod_revision_is(keys.rollout_active(), active->kvs[0].mod_revision));
     }
-    auto t = etcd.txn(cmp, ops);
+    auto t = etcd.txn(cmp, {etcd_op::put(keys.rollout(r.id), spec_doc(r)), etcd_op::put(keys.rollout_active(), r.id)});
+    if (!t.ok()) return t.err();
+    return t->succeeded;
+}
+
+result<bool> request_rollout(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r) {
+    auto t = etcd.txn({etcd_compare::mod_revision_is(keys.rollout(r.id), r.spec_revision)}, {etcd_op::put(keys.rollout(r.id), spec_doc(r))});
+    if (!t.ok()) return t.err();
+    return t->succeeded;
+}
+
+result<bool> write_rollout_state(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r) {
+    const std::string state_key = keys.rollout_state(r.id);
+    auto t = etcd.txn({etcd_compare::mod_revision_is(keys.rollout(r.id), r.spec_revision),
+                       r.state_revision == 0 ? etcd_compare::absent(state_key) : etcd_compare::mod_revision_is(state_key, r.state_revision)},
+                      {etcd_op::put(state_key, state_doc(r))});
     if (!t.ok()) return t.err();
     return t->succeeded;
 }

@@ -1,15 +1,22 @@
 #pragma once
-// A cohort rollout as etcd keeps it (schema 1, JSON; docs/FLEET.md "Cohort upgrades"). The whole
-// state lives in two kinds of keys, so any agent can drive it and every host resumes its own part:
+// A cohort rollout as etcd keeps it (schema 2, JSON; docs/FLEET.md "Cohort upgrades"). Three kinds
+// of keys, each written by one kind of identity (scripts/fleet-etcd-setup.sh gives the roles):
 //
-//   <p>rollouts/<id>               the rollout: what was asked, the plan, its state. Written by the
-//                                  CLI (create, pause, resume, abort) and the elected driver
-//                                  (plan, advance, finish, halt), always under a compare on its revision.
-//   <p>rollout-hosts/<id>/<host>   one host's progress, written only by that host's agent, before
-//                                  each step is acted on.
+//   <p>rollouts/<id>                 what the operator asked: the artifact, its signature, the cohort
+//                                    shape, and a pause or abort ("request"). Operators only.
+//   <p>rollout-state/<id>            the elected driver's plan and progress: cohorts, the cohort in
+//                                    progress, done/failed. Any agent may drive, so agents write it,
+//                                    always under a compare on both documents' revisions.
+//   <p>rollout-progress/<host>/<id>  one host's progress, written only by that host's agent, before
+//                                    each step is acted on.
+//
+// An agent's credential can therefore plan, advance or halt a rollout, but never name what runs:
+// the artifact, its signature and the version come only from the operator's document (and a host
+// checks the signature against its own keys before unpacking anything).
 //
 // Rollout states: pending → running ⇄ paused → done | failed (halted: a host failed, the reason in
-// `message`) | aborted (by the operator). `<p>rollout-active` names the one unfinished rollout.
+// `message`) | aborted (by the operator). Paused and aborted are the operator's request laid over
+// the driver's state. `<p>rollout-active` names the newest rollout; it is active while unfinished.
 // Host steps: pending → downloading → unpacking → side_test → waiting_slot → cutover → smoke →
 // baking → done; or failed (the main server was never touched), rolled_back (it was, and runs its
 // previous version again), skipped (the rollout stopped before this host's cutover).
@@ -28,7 +35,7 @@
 
 namespace rc::fleet {
 
-inline constexpr int rollout_schema = 1;
+inline constexpr int rollout_schema = 2;
 
 struct rollout_spec {
     std::string version;   // what the hosts end on (the artifact's VERSION must say so)
@@ -49,11 +56,18 @@ struct rollout_planned_host {
     std::string from_version;
 };
 
+// What the operator asked after creating the rollout.
+struct rollout_request {
+    std::string state;  // "" (carry on) | paused | aborted
+    std::string message, at;
+};
+
 struct rollout_record {
     int schema = rollout_schema;
     std::string id;
     rollout_spec spec;
-    std::string state = "pending";  // pending | running | paused | done | failed | aborted
+    rollout_request request;        // the operator's (rollouts/<id>)
+    std::string state = "pending";  // pending | running | paused | done | failed | aborted: the driver's, with the request laid over
     std::string message;
     std::string created_at, created_by, started_at, finished_at, driver;
     std::vector<std::vector<std::string>> cohorts;  // [0] is the canary
@@ -62,7 +76,10 @@ struct rollout_record {
     std::vector<rollout_planned_host> hosts;        // by id
     std::map<std::string, int> slots;               // semaphore → capacity ("all", "model:<name>")
     std::vector<std::string> notes;                 // what the planner wants operators to know
-    int64_t mod_revision = 0;                       // etcd's; not serialized
+    // etcd's revisions of the two documents (0: absent); not serialized.
+    int64_t spec_revision = 0, state_revision = 0;
+    // The driver's own state, message and finish time, before the request was laid over them.
+    std::string driver_state = "pending", driver_message, driver_finished_at;
 
     const rollout_planned_host * host(const std::string & id) const;
     int cohort_of(const std::string & host) const;  // -1 when not planned
@@ -86,7 +103,7 @@ struct host_progress {
     }
 };
 
-nlohmann::ordered_json to_json(const rollout_record & r);
+nlohmann::ordered_json to_json(const rollout_record & r);  // both documents in one (for people)
 nlohmann::ordered_json to_json(const host_progress & p);
 // Errors: invalid_argument when not an object with a string id (rollout) / host (progress).
 result<rollout_record> parse_rollout(const std::string & text);
@@ -110,11 +127,17 @@ nlohmann::ordered_json to_json(const rollout_view & v);
 
 // The rollout `id`; "" means the active one, else the newest. Errors: not_found, unavailable.
 result<rollout_view> read_rollout(etcd_client & etcd, const fleet_keys & keys, const std::string & id = "");
+// The rollout `id` without its hosts' progress (what a host polls between steps).
+result<rollout_record> read_rollout_record(etcd_client & etcd, const fleet_keys & keys, const std::string & id);
 // Every rollout, newest first, at most `limit`.
 result<std::vector<rollout_view>> read_rollouts(etcd_client & etcd, const fleet_keys & keys, size_t limit = 10);
 
-// Writes `r` if its revision is still r.mod_revision (0: create); a finished rollout also clears
-// `<p>rollout-active`. Returns false when someone else wrote first (re-read and decide again).
-result<bool> write_rollout(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r);
+// The operator's writes. create_rollout writes rollouts/<id> and makes it the active one, unless the
+// active one is unfinished; request_rollout writes r.request if rollouts/<id> is still at
+// r.spec_revision. Both return false when someone else wrote first (re-read and decide again).
+result<bool> create_rollout(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r);
+result<bool> request_rollout(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r);
+// The driver's write: rollout-state/<id>, if neither document changed since `r` was read.
+result<bool> write_rollout_state(etcd_client & etcd, const fleet_keys & keys, const rollout_record & r);
 
 }  // namespace rc::fleet

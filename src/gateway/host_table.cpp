@@ -64,18 +64,22 @@ void host_table::apply(const fleet::etcd_kv & kv, bool deleted) {
             lapse(e);
             return;
         }
-        if (auto r = fleet::parse_host_record(kv.value); r.ok()) {
-            e.record = r.value();
-            e.lapsed.reset();
+        auto r = fleet::parse_host_record(kv.value);
+        const std::string why = fleet::registration_problem(id, kv.lease, r);
+        if (!why.empty()) {
+            if (e.ignored_revision != kv.mod_revision)
+                rc::log::warn("gateway", "host_record_ignored", {{"key", kv.key}, {"why", why}, {"note", "not written by an agent: never routed to"}});
+            e.ignored_revision = kv.mod_revision;
+            e.record.reset();
+            return;
         }
+        e.record = r.value();
+        e.lapsed.reset();
         return;
     }
     if (!kv.key.starts_with(keys_.health())) return;
-    // health/<target>/<observer>
-    const std::string rest = kv.key.substr(keys_.health().size());
-    const size_t slash = rest.find('/');
-    if (slash == std::string::npos) return;
-    const std::string target = rest.substr(0, slash), observer = rest.substr(slash + 1);
+    const auto [observer, target] = fleet::fleet_keys::pair_under(kv.key, keys_.health());
+    if (target.empty()) return;
     auto it = hosts_.find(target);
     if (deleted) {
         if (it != hosts_.end()) it->second.observations.erase(observer);

@@ -14,6 +14,10 @@
 // * Unreachable is not gone: a host whose record went with its lease keeps its last record and is
 //   `unreachable` (routed on that record) until probe_lapsed() finds its server not answering —
 //   then it is down. An agent cut off from etcd does not take a serving server out of the fleet.
+// * Trusted records only: hosts/<id> is writable by the agent of <id> alone (etcd's roles,
+//   scripts/fleet-etcd-setup.sh), which registers on its lease. A record not on a lease, or naming
+//   another id than its key, was not written by an agent: it is ignored (logged once per write), so
+//   no request and no client credential is ever sent to the address it names.
 // * Thread-safe: the watch thread writes, request threads read and count.
 #include <algorithm>
 #include <chrono>
@@ -84,6 +88,7 @@ class host_table {
         std::optional<fleet::host_record> record;
         std::optional<fleet::host_record> lapsed;  // the last record, after its lease lapsed
         bool lapsed_checked = false;               // a probe has answered since
+        int64_t ignored_revision = 0;              // the last record refused (logged once per write)
         std::map<std::string, fleet::health_observation> observations;  // by observer
         int inflight = 0;
         steady::time_point ejected_until{};

@@ -54,7 +54,14 @@ class etcd_cluster {
             o.cert_file = tls_->cert(tls_user_).string();
             o.key_file = tls_->key(tls_user_).string();
         }
+        o.user = user_;
+        o.password = password_;
         return o;
+    }
+    // Once authentication is on: who client_options() and wait_healthy() are.
+    void authenticate_as(std::string user, std::string password) {
+        user_ = std::move(user);
+        password_ = std::move(password);
     }
     std::vector<std::string> endpoint_list() const {
         std::vector<std::string> out;
@@ -115,7 +122,9 @@ class etcd_cluster {
                                          "--initial-cluster", cluster, "--initial-cluster-token", "rc-test-" + std::to_string(getpid()),
                                          "--initial-cluster-state", "new",
                                          // etcd's defaults; its shortest lease is 1.5 election timeouts (2 s), the agents' test TTL.
-                                         "--heartbeat-interval", "100", "--election-timeout", "1000", "--logger", "zap", "--log-level", "error"};
+                                         "--heartbeat-interval", "100", "--election-timeout", "1000", "--logger", "zap", "--log-level", "error",
+                                         // Tests only: cheap password hashes (every etcdctl call of the setup authenticates).
+                                         "--bcrypt-cost", "4"};
         if (tls_)
             args.insert(args.end(), {"--cert-file", tls_->cert("server").string(), "--key-file", tls_->key("server").string(), "--trusted-ca-file",
                                      tls_->ca().string(), "--client-cert-auth"});
@@ -125,7 +134,7 @@ class etcd_cluster {
 
     temp_dir dir_;
     const test_pki * tls_ = nullptr;
-    std::string tls_user_;
+    std::string tls_user_, user_, password_;
     std::vector<member> members_;
 };
 

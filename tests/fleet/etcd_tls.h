@@ -14,7 +14,7 @@ class test_pki {
   public:
     explicit test_pki(std::filesystem::path dir) : dir_(std::move(dir)) {
         std::filesystem::create_directories(dir_);
-        ok_ = run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=rc-test-ca") &&
+        ok_ = run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 4 -subj /CN=rc-test-ca") &&
               issue("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth", "/CN=etcd");
     }
     // A client certificate (O=rustycage-test, OU=`name`, no CN): name.pem, name.key.
@@ -26,11 +26,16 @@ class test_pki {
     const std::filesystem::path & dir() const { return dir_; }
 
   private:
-    bool run(const std::string & cmd) const { return std::system(("cd '" + dir_.string() + "' && " + cmd + " >/dev/null 2>&1").c_str()) == 0; }
+    // Issued a day back (with faketime, which scripts/setup.sh installs): a host whose clock runs
+    // behind — the rollout tests skew agents by an hour — still finds the certificates valid.
+    bool run(const std::string & cmd) const {
+        static const bool backdate = std::system("command -v faketime >/dev/null 2>&1") == 0;
+        return std::system(("cd '" + dir_.string() + "' && " + (backdate ? "faketime -f -1d " : "") + cmd + " >/dev/null 2>&1").c_str()) == 0;
+    }
     bool issue(const std::string & name, const std::string & ext, const std::string & subject) {
         std::ofstream(dir_ / (name + ".ext")) << ext << "\n";
         return run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + name + ".key -out " + name + ".csr -subj " + subject) &&
-               run("openssl x509 -req -in " + name + ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out " + name + ".pem -extfile " + name + ".ext");
+               run("openssl x509 -req -in " + name + ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 4 -out " + name + ".pem -extfile " + name + ".ext");
     }
     std::filesystem::path dir_;
     bool ok_ = false;

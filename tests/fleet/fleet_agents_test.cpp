@@ -31,7 +31,7 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
     ASSERT_TRUE(eventually([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
 
     // The keys of the layout, exactly.
-    EXPECT_EQ(etcd->get(keys.schema())->kvs.at(0).value, "1");
+    EXPECT_EQ(etcd->get(keys.schema())->kvs.at(0).value, "2");
     for (const char * id : {"a", "b", "c"}) {
         auto rec = etcd->get(keys.host(id));
         ASSERT_EQ(rec->kvs.size(), 1u);
@@ -118,7 +118,7 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
 
     // One member down: the fleet goes on (heartbeats, records, peer health through the others).
     cluster->kill_member(0);
-    fleet::etcd_options o;
+    fleet::etcd_options o = as("root");
     o.endpoints = {cluster->endpoint(1), cluster->endpoint(2)};
     etcd = std::make_unique<fleet::etcd_gateway>(o);
     const auto before = record("a")->updated_at;
@@ -169,7 +169,7 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
 
 TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_host) {
     REQUIRE_ETCD();
-    start_cluster(3);
+    start_cluster(3, {"a", "b"});
     for (const char * id : {"a", "b"}) add_agent(id);
     ASSERT_TRUE(eventually([&] { return ready("a") && ready("b"); }, 120s)) << logs();
 
@@ -199,10 +199,10 @@ TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_h
         }, 30s)) << "member " << m << "\n" << logs();
     }
     EXPECT_TRUE(fp.starts_with("fp-"));
-    auto inc = json::parse(etcd->get(keys.incident(id))->kvs.at(0).value);
+    auto inc = json::parse(etcd->get(keys.incident("a", id))->kvs.at(0).value);
     EXPECT_TRUE(inc["digest"].get<std::string>().starts_with("sha256")) << inc.dump();
     EXPECT_EQ(inc["versions"]["backend"], this_backend());
-    auto box = json::parse(etcd->get(keys.outbox_entry(id))->kvs.at(0).value);
+    auto box = json::parse(etcd->get(keys.outbox_entry("a", id))->kvs.at(0).value);
     EXPECT_EQ(box["state"], "pending") << "no triager configured: it waits in the outbox";
     ASSERT_TRUE(eventually([&] {
         auto r = record("a");

@@ -28,9 +28,7 @@ class fleet_faults : public fleet_fixture {
     }
     // The gateway in process, with its own etcd client over every member (member 0 first, as agents have it).
     void start_gateway() {
-        fleet::etcd_options o;
-        o.endpoints = cluster->endpoint_list();
-        gw_etcd = std::make_unique<fleet::etcd_gateway>(o);
+        gw_etcd = std::make_unique<fleet::etcd_gateway>(as("viewer"));
         gw = std::make_unique<gateway::gateway_server>(*gw_etcd, keys, gateway::gateway_options{}, 30s);
         gateway::gateway_listen listen;
         listen.openai_port = 0;
@@ -41,7 +39,7 @@ class fleet_faults : public fleet_fixture {
     std::string gw_state(const std::string & id) { return gw->context().hosts.state_of(id); }
     // The test's own reads go to the members that are not frozen.
     void read_from(std::vector<std::string> endpoints) {
-        fleet::etcd_options o;
+        fleet::etcd_options o = as("root");
         o.endpoints = std::move(endpoints);
         etcd = std::make_unique<fleet::etcd_gateway>(o);
     }
@@ -101,14 +99,14 @@ TEST_F(fleet_faults, a_frozen_etcd_member_does_not_freeze_membership) {
 
 TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
     REQUIRE_ETCD();
-    start_cluster(3);
+    start_cluster(3, {"dup"});
     add_agent("dup");
     ASSERT_TRUE(eventually([&] { return ready("dup"); }, 120s)) << logs();
     const auto first = record("dup").value();
 
     // A second agent with the same id, elsewhere (its own data dir): refuses to start, naming the first.
     temp_dir other("agents-2");
-    agent_process second(other.path(), agent_config{"dup", cluster->endpoints(), {}, {}});
+    agent_process second(other.path(), agent_config{"dup", cluster->endpoints(), creds("dup"), {}});
     ASSERT_TRUE(eventually([&] { return !second.running(); }, 30s)) << second.log();
     EXPECT_NE(second.exit_code(), 0);
     const std::string said = second.log();
@@ -120,7 +118,7 @@ TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
 
     // With --takeover it waits, serving nothing to the fleet, until the first leaves; then it is the host.
     temp_dir third_root("agents-3");
-    agent_process third(third_root.path(), agent_config{"dup", cluster->endpoints(), {"--takeover"}, {}});
+    agent_process third(third_root.path(), agent_config{"dup", cluster->endpoints(), with_creds("dup", {"--takeover"}), {}});
     ASSERT_TRUE(eventually([&] { return third.log().find("event=waiting_for_host_id") != std::string::npos; }, 30s)) << third.log();
     EXPECT_EQ(record("dup")->agent_pid, first.agent_pid);
     EXPECT_EQ(agents[0]->stop(), 0);
@@ -142,7 +140,7 @@ TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
 
 TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed) {
     REQUIRE_ETCD();
-    start_cluster(3);
+    start_cluster(3, {"a", "b"});
     // b alone serves "solo": a request for it can only succeed on b.
     std::filesystem::create_directories(root.path() / "b" / "models");
     std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / "b" / "models" / "solo.gguf");
@@ -191,7 +189,7 @@ TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed)
 
 TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_streams) {
     REQUIRE_ETCD();
-    start_cluster(3);
+    start_cluster(3, {"a"});
     add_agent("a", {"--shutdown-timeout", "60", "--parallel", "4", "--ctx-size", "2048"});
     ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
     const auto rec = record("a").value();

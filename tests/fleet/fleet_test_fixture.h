@@ -1,8 +1,16 @@
 #pragma once
-// What the agent tests share: a real etcd cluster, agents in one temp root, and reads of the exact
-// keys the fleet writes (host records, health entries, incidents, outbox).
+// What the agent tests share: a real etcd cluster run as a lab runs it — TLS with client
+// certificates (made here with openssl) and authentication on, with the roles of
+// scripts/fleet-etcd-setup.sh — agents in one temp root, and reads of the exact keys the fleet writes
+// (host records, health entries, incidents, outbox).
+//
+// Identities: `root` is the test itself (it reads everything and writes the faults it stages);
+// `ops` (operator) is the CLI, through RUSTYCAGE_ETCD_* in this process's environment; `viewer`;
+// and one user per agent id the test names, each agent started with its own credentials.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +20,7 @@
 
 #include "agent_process.h"
 #include "etcd_cluster.h"
+#include "etcd_tls.h"
 #include "fleet/etcd_gateway.h"
 #include "fleet/fleet_keys.h"
 #include "fleet/host_record.h"
@@ -24,17 +33,70 @@ namespace rc::test {
 
 class fleet_fixture : public ::testing::Test {
   protected:
-    void start_cluster(int members) {
-        cluster = std::make_unique<etcd_cluster>(members);
-        fleet::etcd_options o;
-        o.endpoints = cluster->endpoint_list();
-        etcd = std::make_unique<fleet::etcd_gateway>(o);  // before the check: a test that goes on after it fails must not crash
-        ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up; logs in " << cluster->dir();
+    // `members` etcd members over TLS; with `auth`, authentication on and the roles of root, ops,
+    // viewer and the agents `agent_ids` (each also a triager) made by the documented script (else
+    // the test runs it itself). Every etcdctl call of the script costs: name only the agents used.
+    void start_cluster(int members, const std::vector<std::string> & agent_ids = {"a", "b", "c"}, bool auth = true) {
+        if (std::system("command -v etcdctl >/dev/null && command -v openssl >/dev/null") != 0)
+            GTEST_FAIL() << "etcdctl and openssl are needed: scripts/setup.sh installs etcd-client";
+        certs = std::make_unique<temp_dir>("pki");
+        pki = std::make_unique<test_pki>(certs->path());
+        ASSERT_TRUE(pki->ok() && pki->client("client")) << "openssl could not make the test certificates";
+        cluster = std::make_unique<etcd_cluster>(members, pki.get(), "client");
+        etcd = std::make_unique<fleet::etcd_gateway>(cluster->client_options());  // before the check: a test that goes on after it fails must not crash
+        ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up over TLS; logs in " << cluster->dir();
+        if (!auth) return;
+        std::vector<std::string> agent_args;
+        for (const auto & id : agent_ids) agent_args.insert(agent_args.end(), {"--agent", id + ":" + password_file(id), "--triager", id});
+        const std::string log = (pki->dir() / "setup.log").string();
+        ASSERT_EQ(run_setup(agent_args, log), 0) << slurp(log);
+        cluster->authenticate_as("root", password("root"));
+        etcd = std::make_unique<fleet::etcd_gateway>(as("root"));
+        const std::pair<const char *, std::string> env[] = {{"RUSTYCAGE_ETCD_CACERT", pki->ca().string()},
+                                                            {"RUSTYCAGE_ETCD_CERT", pki->cert("client").string()},
+                                                            {"RUSTYCAGE_ETCD_KEY", pki->key("client").string()},
+                                                            {"RUSTYCAGE_ETCD_USER", "ops"},
+                                                            {"RUSTYCAGE_ETCD_PASSWORD_FILE", password_file("ops")}};
+        for (const auto & [name, value] : env) ::setenv(name, value.c_str(), 1);
+    }
+    // scripts/fleet-etcd-setup.sh as root, with root, `ops` and `viewer` and `more` arguments; its exit status.
+    int run_setup(const std::vector<std::string> & more, const std::string & log) {
+        std::string cmd = std::string(RC_SOURCE_DIR) + "/scripts/fleet-etcd-setup.sh --endpoints " + cluster->endpoints() + " --cacert " +
+                          pki->ca().string() + " --cert " + pki->cert("client").string() + " --key " + pki->key("client").string() +
+                          " --root-password-file " + password_file("root") + " --operator ops:" + password_file("ops") + " --viewer viewer:" +
+                          password_file("viewer");
+        for (const auto & m : more) cmd += " '" + m + "'";
+        const int st = std::system((cmd + " >" + log + " 2>&1").c_str());
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    }
+    static std::string password(const std::string & user) { return "pw-of-" + user + "-42"; }
+    std::string password_file(const std::string & user) {
+        const auto p = pki->dir() / (user + ".pw");
+        std::ofstream(p) << password(user) << "\n";
+        return p.string();
+    }
+    // How `user` reaches etcd (the shared client certificate: the identity is the user).
+    fleet::etcd_options as(const std::string & user) {
+        fleet::etcd_options o = cluster->client_options();
+        o.user = user;
+        o.password = password(user);
+        return o;
+    }
+    // The flags that give an agent (or the CLI) the identity of `user`.
+    std::vector<std::string> creds(const std::string & user) {
+        return {"--etcd-cacert", pki->ca().string(), "--etcd-cert", pki->cert("client").string(), "--etcd-key", pki->key("client").string(),
+                "--etcd-user", user, "--etcd-password-file", password_file(user)};
     }
 
+    // An agent with its own credentials (its host id is its etcd user).
     agent_process & add_agent(const std::string & id, std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
-        agents.push_back(std::make_unique<agent_process>(root.path(), agent_config{id, cluster->endpoints(), std::move(extra), std::move(env)}));
+        agents.push_back(std::make_unique<agent_process>(root.path(), agent_config{id, cluster->endpoints(), with_creds(id, std::move(extra)), std::move(env)}));
         return *agents.back();
+    }
+    std::vector<std::string> with_creds(const std::string & id, std::vector<std::string> extra) {
+        auto c = creds(id);
+        c.insert(c.end(), extra.begin(), extra.end());
+        return c;
     }
 
     std::optional<fleet::host_record> record(const std::string & id) {
@@ -94,6 +156,8 @@ class fleet_fixture : public ::testing::Test {
     }
 
     temp_dir root{"agents"};
+    std::unique_ptr<temp_dir> certs;
+    std::unique_ptr<test_pki> pki;
     std::unique_ptr<etcd_cluster> cluster;
     std::unique_ptr<fleet::etcd_gateway> etcd;
     fleet::fleet_keys keys;

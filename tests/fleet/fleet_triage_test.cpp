@@ -23,9 +23,15 @@ class fleet_triage : public fleet_fixture {
         f.insert(f.end(), more.begin(), more.end());
         return f;
     }
-    json outbox(const std::string & id) {
-        auto r = etcd->get(keys.outbox_entry(id));
-        return r.ok() && !r->kvs.empty() ? json::parse(r->kvs[0].value) : json();
+    json outbox(const std::string & id) {  // by incident id, whichever host published it
+        auto all = etcd->get_prefix(keys.outbox());
+        if (all.ok())
+            for (const auto & kv : all->kvs)
+                if (auto j = json::parse(kv.value, nullptr, false); j.is_object() && j.value("incident", "") == id) {
+                    EXPECT_EQ(kv.key, keys.outbox_entry(j.value("host", ""), id)) << "an entry sits under its publisher's id";
+                    return j;
+                }
+        return json();
     }
     std::vector<json> outbox_all() {
         std::vector<json> out;
@@ -82,7 +88,7 @@ TEST_F(fleet_triage, a_crash_loop_is_exactly_one_issue_with_triage_fields_and_fi
 
 TEST_F(fleet_triage, the_same_fault_three_times_is_one_issue_and_two_comments) {
     REQUIRE_ETCD();
-    start_cluster(1);
+    start_cluster(1, {"a"});
     add_agent("a", triager_flags(), env());
     for (int i = 0; i < 3; ++i) {
         ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
@@ -112,7 +118,7 @@ TEST_F(fleet_triage, the_same_fault_three_times_is_one_issue_and_two_comments) {
 
 TEST_F(fleet_triage, github_failing_for_a_while_is_filed_later_once) {
     REQUIRE_ETCD();
-    start_cluster(1);
+    start_cluster(1, {"a"});
     gh.fail_for(5s, 500);
     add_agent("a", triager_flags({"--preload", "missing-model"}), env());
     ASSERT_TRUE(eventually([&] { return gh.calls().size() >= 2; }, 60s)) << logs();

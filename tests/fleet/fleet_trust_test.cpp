@@ -22,78 +22,42 @@ class fleet_trust : public fleet_fixture {
     void TearDown() override {
         if (gw) gw->stop();
     }
-    std::string password_file(const std::string & user) {
-        const auto p = pki->dir() / (user + ".pw");
-        std::ofstream(p) << "pw-of-" << user << "-42\n";
-        return p.string();
-    }
-    fleet::etcd_options as(const std::string & user, bool with_password = true) {
-        fleet::etcd_options o;
-        o.endpoints = cluster->endpoint_list();
-        o.ca_file = pki->ca().string();
-        o.cert_file = pki->cert(user).string();
-        o.key_file = pki->key(user).string();
-        if (with_password) {
-            o.user = user;
-            o.password = "pw-of-" + user + "-42";
-        }
-        return o;
-    }
-    // The agent flags of one identity.
-    std::vector<std::string> creds(const std::string & user) {
-        return {"--etcd-cacert", pki->ca().string(), "--etcd-cert", pki->cert(user).string(), "--etcd-key", pki->key(user).string(),
-                "--etcd-user", user, "--etcd-password-file", (pki->dir() / (user + ".pw")).string()};
-    }
-
-    // Certificates for `users` and a 3-member etcd over TLS that requires them (auth not on yet).
-    void start_secure_cluster(const std::vector<std::string> & users) {
-        if (std::system("command -v etcdctl >/dev/null && command -v openssl >/dev/null") != 0)
-            GTEST_FAIL() << "etcdctl and openssl are needed: scripts/setup.sh installs etcd-client";
-        certs = std::make_unique<temp_dir>("pki");
-        pki = std::make_unique<test_pki>(certs->path());
-        ASSERT_TRUE(pki->ok());
-        for (const auto & u : users) ASSERT_TRUE(pki->client(u)) << u;
-        cluster = std::make_unique<etcd_cluster>(3, pki.get(), "root");
-        ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up over TLS; logs in " << cluster->dir();
-    }
-
-    std::unique_ptr<temp_dir> certs;
-    std::unique_ptr<test_pki> pki;
     std::unique_ptr<gateway::gateway_server> gw;
 };
 
 TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_works_with_credentials) {
     REQUIRE_ETCD();
-    start_secure_cluster({"root", "a", "b", "viewer", "ops"});
+    start_cluster(3, {}, false);
     if (HasFatalFailure()) return;
 
-    // The documented setup: auth on, roles and users.
-    const std::string setup = std::string(RC_SOURCE_DIR) + "/scripts/fleet-etcd-setup.sh --endpoints " + cluster->endpoints() + " --cacert " +
-                              pki->ca().string() + " --cert " + pki->cert("root").string() + " --key " + pki->key("root").string() +
-                              " --root-password-file " + password_file("root") + " --agent a:" + password_file("a") + " --agent b:" +
-                              password_file("b") + " --viewer viewer:" + password_file("viewer") + " --operator ops:" + password_file("ops");
-    ASSERT_EQ(std::system((setup + " >" + (pki->dir() / "setup.log").string() + " 2>&1").c_str()), 0) << slurp(pki->dir() / "setup.log");
-    ASSERT_EQ(std::system((setup + " >/dev/null 2>&1").c_str()), 0) << "a second run changes nothing and succeeds";
+    // The documented setup: auth on, roles and users; a second run changes nothing and succeeds.
+    const std::string log = (pki->dir() / "setup.log").string();
+    const std::vector<std::string> args = {"--agent", "a:" + password_file("a"), "--agent", "b:" + password_file("b")};
+    ASSERT_EQ(run_setup(args, log), 0) << slurp(log);
+    ASSERT_EQ(run_setup(args, log), 0) << slurp(log);
 
     fleet::etcd_gateway agent_a(as("a")), viewer(as("viewer")), ops(as("ops")), admin(as("root"));
-    // An agent writes its own record, not another host's roster entry or record, nor the schema or
-    // the active rollout (rollouts/ it may write: the elected driver records its decisions there).
-    {
-        auto mine = agent_a.put(keys.host("a"), "{}");
-        EXPECT_TRUE(mine.ok()) << mine.err().message;
+    // An agent writes what is its own and the driver's plan; nothing of another host's, and never a
+    // rollout (which names what hosts run), the active rollout or the schema.
+    for (const std::string & key : {keys.host("a"), keys.roster_entry("a"), keys.health_entry("b", "a"), keys.incident("a", "inc-1"),
+                                    keys.outbox_entry("a", "inc-1"), keys.rollout_host("ro-1", "a"), keys.rollout_state("ro-1")}) {
+        auto mine = agent_a.put(key, "{}");
+        EXPECT_TRUE(mine.ok()) << key << ": " << mine.err().message;
     }
     auto other = agent_a.put(keys.host("b"), R"({"id":"b"})");
     ASSERT_FALSE(other.ok());
     EXPECT_EQ(other.err().code, errc::permission_denied) << other.err().message;
-    EXPECT_EQ(agent_a.put(keys.roster_entry("b"), "{}").err().code, errc::permission_denied);
-    EXPECT_EQ(agent_a.put(keys.schema(), "2").err().code, errc::permission_denied);
-    EXPECT_EQ(agent_a.put(keys.rollout_active(), "ro-x").err().code, errc::permission_denied);
+    for (const std::string & key : {keys.roster_entry("b"), keys.health_entry("a", "b"), keys.incident("b", "inc-2"), keys.outbox_entry("b", "inc-2"),
+                                    keys.rollout_host("ro-1", "b"), keys.rollout("ro-1"), keys.rollout_active(), keys.schema(), keys.issue("fp-1")})
+        EXPECT_EQ(agent_a.put(key, "{}").err().code, errc::permission_denied) << key;
     // The viewer reads and writes nothing; the operator writes rollouts and incidents, not hosts.
     EXPECT_TRUE(viewer.get_prefix(keys.prefix).ok());
     EXPECT_EQ(viewer.put(keys.host("x"), "{}").err().code, errc::permission_denied);
+    EXPECT_TRUE(ops.put(keys.rollout("ro-test"), "{}").ok());
     EXPECT_TRUE(ops.put(keys.rollout_active(), "ro-test").ok());
     EXPECT_TRUE(ops.del(keys.rollout_active()).ok());
     EXPECT_EQ(ops.put(keys.host("fake"), "{}").err().code, errc::permission_denied);
+    EXPECT_EQ(ops.put(keys.rollout_host("ro-1", "a"), "{}").err().code, errc::permission_denied) << "a host's progress is its own";
     // No certificate: refused at the handshake. A wrong password: refused, saying whose.
     auto no_cert = as("viewer");
     no_cert.cert_file.clear();
@@ -154,13 +118,8 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
 // `incidents list`, the console's fleet page, the issue filed or the agent's log.
 TEST_F(fleet_trust, no_secret_reaches_a_record_an_incident_an_issue_a_page_or_a_log) {
     REQUIRE_ETCD();
-    start_secure_cluster({"root", "a", "viewer"});
+    start_cluster(3, {"a"});
     if (HasFatalFailure()) return;
-    const std::string setup = std::string(RC_SOURCE_DIR) + "/scripts/fleet-etcd-setup.sh --endpoints " + cluster->endpoints() + " --cacert " +
-                              pki->ca().string() + " --cert " + pki->cert("root").string() + " --key " + pki->key("root").string() +
-                              " --root-password-file " + password_file("root") + " --agent a:" + password_file("a") + " --viewer viewer:" +
-                              password_file("viewer") + " >/dev/null 2>&1";
-    ASSERT_EQ(std::system(setup.c_str()), 0);
 
     const std::string api_key = "ak-Sekret-7f3a9c1e55", gh_token = "ghp_" + std::string("Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1h2J3k4"),
                       hf_token = "hf_" + std::string("ZxCvBnMaSdFgHjKlQwErTyUiOp12"), etcd_password = "pw-of-a-42",

@@ -21,9 +21,13 @@ TEST(fleet_keys, layout_is_the_documented_one) {
     fleet_keys k;
     EXPECT_EQ(k.host("a"), "fleet/hosts/a");
     EXPECT_EQ(k.roster_entry("a"), "fleet/roster/a");
-    EXPECT_EQ(k.health_entry("a", "b"), "fleet/health/a/b");
-    EXPECT_EQ(k.incident("inc-1"), "fleet/incidents/inc-1");
-    EXPECT_EQ(k.outbox_entry("inc-1"), "fleet/outbox/inc-1");
+    // What an agent writes sits under its own id: etcd grants each agent those ranges only.
+    EXPECT_EQ(k.health_entry("a", "b"), "fleet/health/b/a") << "b's view of a";
+    EXPECT_EQ(k.incident("h1", "inc-1"), "fleet/incidents/h1/inc-1");
+    EXPECT_EQ(k.outbox_entry("h1", "inc-1"), "fleet/outbox/h1/inc-1");
+    EXPECT_EQ(k.rollout("ro-1"), "fleet/rollouts/ro-1");
+    EXPECT_EQ(k.rollout_state("ro-1"), "fleet/rollout-state/ro-1");
+    EXPECT_EQ(k.rollout_host("ro-1", "h1"), "fleet/rollout-progress/h1/ro-1");
     EXPECT_EQ(k.issue("fp-1"), "fleet/issues/fp-1");
     EXPECT_EQ(k.triager_election(), "fleet/election/triager");
     EXPECT_EQ(k.schema(), "fleet/schema");
@@ -32,6 +36,9 @@ TEST(fleet_keys, layout_is_the_documented_one) {
     EXPECT_EQ(fleet_keys::tail("fleet/hosts/a", "fleet/hosts/"), "a");
     EXPECT_EQ(fleet_keys::tail("fleet/health/a/b", "fleet/health/"), "");
     EXPECT_EQ(fleet_keys::tail("other/hosts/a", "fleet/hosts/"), "");
+    EXPECT_EQ(fleet_keys::pair_under("fleet/health/b/a", "fleet/health/"), std::make_pair(std::string("b"), std::string("a")));
+    for (const char * odd : {"fleet/health/b", "fleet/health/b/", "fleet/health//a", "fleet/health/b/a/c", "other/health/b/a"})
+        EXPECT_EQ(fleet_keys::pair_under(odd, "fleet/health/").second, "") << odd;
 }
 
 TEST(fleet_keys, host_ids_and_prefixes_are_checked) {

@@ -48,15 +48,16 @@ class outbox : public ::testing::Test {
         i.fingerprint = incident_fingerprint(kind, reason, "", "0.1.0");
         outbox_entry e;
         e.incident_id = id;
+        e.host = i.host;
         e.fingerprint = i.fingerprint;
-        auto r = etcd.txn({etcd_compare::absent(keys.incident(id))},
-                          {etcd_op::put(keys.incident(id), to_json(i).dump()), etcd_op::put(keys.outbox_entry(id), to_json(e).dump())});
+        auto r = etcd.txn({etcd_compare::absent(keys.incident(i.host, id))},
+                          {etcd_op::put(keys.incident(i.host, id), to_json(i).dump()), etcd_op::put(keys.outbox_entry(i.host, id), to_json(e).dump())});
         EXPECT_TRUE(r.ok() && r->succeeded);
         return i.fingerprint;
     }
 
     outbox_entry entry(const std::string & id) {
-        auto v = etcd.value(keys.outbox_entry(id));
+        auto v = etcd.value(keys.outbox_entry("gpu-b", id));
         EXPECT_TRUE(v.has_value());
         return parse_outbox_entry(v.value_or("{}")).value();
     }
@@ -107,7 +108,7 @@ TEST_F(outbox, a_new_fingerprint_is_triaged_then_filed_once_with_its_markers) {
     EXPECT_EQ(e.issue_number, 1);
     ASSERT_TRUE(etcd.value(keys.issue(fp)).has_value());
     // triage, claim, done (+ the fingerprint's issue record in the same transaction): nothing else.
-    EXPECT_EQ(etcd.writes(), (std::vector<std::string>{"put fleet/outbox/inc-1", "put fleet/outbox/inc-1", "put fleet/outbox/inc-1",
+    EXPECT_EQ(etcd.writes(), (std::vector<std::string>{"put fleet/outbox/gpu-b/inc-1", "put fleet/outbox/gpu-b/inc-1", "put fleet/outbox/gpu-b/inc-1",
                                                         "put fleet/issues/" + fp}));
     // Done is done: later runs touch nothing.
     gh.reset();
@@ -225,7 +226,7 @@ TEST_F(outbox, a_claim_by_another_triager_is_left_alone_for_the_grace_period) {
     e.filing_lease = 5;
     e.filing_since = store::format_rfc3339(now);
     e.triage = rule_triage(fleet_incident{}, "x");
-    ASSERT_TRUE(etcd.put(keys.outbox_entry("inc-1"), to_json(e).dump()).ok());
+    ASSERT_TRUE(etcd.put(keys.outbox_entry("gpu-b", "inc-1"), to_json(e).dump()).ok());
     ASSERT_TRUE(worker->run_once(lease, now + 5s).ok());
     EXPECT_TRUE(gh.calls().empty());
     EXPECT_EQ(entry("inc-1").filing_by, "gpu-c");
@@ -273,9 +274,9 @@ TEST(incident_publisher, local_incidents_reach_etcd_once_with_their_outbox_entry
     EXPECT_EQ(n.value(), 2);
     auto w = etcd.writes();
     ASSERT_EQ(w.size(), 4u);
-    EXPECT_EQ(w[0], "put fleet/incidents/" + inc->id);
-    EXPECT_EQ(w[1], "put fleet/outbox/" + inc->id);
-    auto stored = parse_fleet_incident(etcd.value(keys.incident(inc->id)).value()).value();
+    EXPECT_EQ(w[0], "put fleet/incidents/gpu-a/" + inc->id) << "under the publisher's id";
+    EXPECT_EQ(w[1], "put fleet/outbox/gpu-a/" + inc->id);
+    auto stored = parse_fleet_incident(etcd.value(keys.incident("gpu-a", inc->id)).value()).value();
     EXPECT_EQ(stored.host, "gpu-a");
     EXPECT_EQ(stored.fingerprint, incident_fingerprint("server_crash", "signal 11 (Segmentation fault)", "", "0.1.0"));
     EXPECT_EQ(pub.publish_once().value(), 0);

@@ -5,7 +5,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
+
+#include <cpp-httplib/httplib.h>
 
 #include "fleet/server_probe.h"
 #include "fleet_test_fixture.h"
@@ -35,7 +38,7 @@ class gateway_fleet : public fleet_fixture {
   protected:
     void SetUp() override {
         REQUIRE_ETCD();
-        start_cluster(1);
+        start_cluster(1, {"h1", "h2", "h3"});
         // h3 alone serves "solo" (the same weights under another name).
         std::filesystem::create_directories(root.path() / "h3" / "models");
         std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / "h3" / "models" / "solo.gguf");
@@ -46,7 +49,8 @@ class gateway_fleet : public fleet_fixture {
         gateway::gateway_options o;
         o.lookup_timeout = 500ms;
         o.lookup_grace = 500ms;
-        gw = std::make_unique<gateway::gateway_server>(*etcd, keys, o, 30s);
+        gw_etcd = std::make_unique<fleet::etcd_gateway>(as("viewer"));  // the gateway reads only
+        gw = std::make_unique<gateway::gateway_server>(*gw_etcd, keys, o, 30s);
         rc::gateway::gateway_listen listen;
         listen.openai_port = 0;
         listen.ollama_port = 0;
@@ -57,6 +61,7 @@ class gateway_fleet : public fleet_fixture {
     void TearDown() override {
         if (gw) gw->stop();
     }
+    std::unique_ptr<fleet::etcd_gateway> gw_etcd;
 
     int up_hosts() {
         int n = 0;
@@ -64,6 +69,11 @@ class gateway_fleet : public fleet_fixture {
         return n;
     }
     std::string state(const std::string & id) { return gw->context().hosts.state_of(id); }
+    bool agents_log_has(const std::string & id, const std::string & text) {
+        for (const auto & a : agents)
+            if (a->id() == id) return a->log().find(text) != std::string::npos;
+        return false;
+    }
 
     result<fleet::http_reply> post(const std::string & path, const std::string & body, std::chrono::milliseconds timeout = 60s) {
         fleet::http_request r;
@@ -273,4 +283,59 @@ TEST_F(gateway_fleet, a_stream_that_dies_midway_ends_with_an_error_in_the_dialec
     int done = 0;
     for (const auto & l : lines) done += l.value("done", false);
     EXPECT_EQ(done, 0) << "never a second (retried) answer";
+}
+
+// Only an agent writes hosts/<id>: a record anyone else puts there — refused by etcd for an operator
+// or another agent, ignored by the gateway when root puts it by hand — never receives a request, so
+// no prompt and no client credential goes to the address it names.
+TEST_F(gateway_fleet, a_host_record_not_written_by_an_agent_never_receives_a_request) {
+    httplib::Server trap;
+    std::atomic<int> hits{0};
+    std::mutex mu;
+    std::string what;
+    trap.set_pre_routing_handler([&](const httplib::Request & req, httplib::Response & res) {
+        ++hits;
+        std::lock_guard lock(mu);
+        what += req.method + " " + req.path + "\n";
+        res.set_content(R"({"error":"trap"})", "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    const int port = trap.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread serving([&] { trap.listen_after_bind(); });
+    auto fake = [&](const std::string & id) {
+        fleet::host_record r;
+        r.id = id;
+        r.openai_url = "http://127.0.0.1:" + std::to_string(port);
+        r.server.ready = true;
+        r.server.state = "ready";
+        r.models.push_back({"tiny", "sha256-x", "ready", true, 1});
+        r.models.push_back({"trapmodel", "sha256-y", "ready", true, 1});
+        return fleet::to_json(r).dump();
+    };
+    fleet::etcd_gateway ops(as("ops")), agent_h1(as("h1")), admin(as("root"));
+    EXPECT_EQ(ops.put(keys.host("fake"), fake("fake")).err().code, errc::permission_denied) << "an operator registers no host";
+    EXPECT_EQ(agent_h1.put(keys.host("fake"), fake("fake")).err().code, errc::permission_denied) << "an agent registers only itself";
+    ASSERT_TRUE(admin.put(keys.host("fake"), fake("fake")).ok());  // by hand: on no lease
+    const int64_t lease = admin.grant(60s).value();
+    ASSERT_TRUE(admin.put(keys.host("mallory"), fake("h1"), lease).ok());  // names another host
+    ASSERT_TRUE(eventually([&] { return gw->context().hosts.host("fake") && gw->context().hosts.host("mallory"); }, 30s))
+        << "the gateway saw both writes";
+    EXPECT_FALSE(gw->context().hosts.host("fake")->routable());
+    EXPECT_FALSE(gw->context().hosts.host("mallory")->routable());
+    for (int i = 0; i < 6; ++i) {
+        auto r = post("/v1/chat/completions", chat_body("tiny", "to whom " + std::to_string(i), 2));
+        ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->body : r.err().message);
+        EXPECT_TRUE(r->header("X-Rustycage-Host").starts_with("h")) << r->header("X-Rustycage-Host");
+    }
+    auto trapped = post("/v1/chat/completions", chat_body("trapmodel", "hi", 2));
+    ASSERT_TRUE(trapped.ok());
+    EXPECT_EQ(trapped->status, 404) << "only the fake records have it: " << trapped->body;
+    // Nor do the agents probe it as a peer.
+    for (const char * id : {"h1", "h2", "h3"})
+        ASSERT_TRUE(eventually([&] { return agents_log_has(id, "host_record_ignored"); }, 30s)) << id << " saw both writes";
+    std::lock_guard lock(mu);
+    EXPECT_EQ(hits.load(), 0) << "the address in a record no agent wrote got requests:\n" << what;
+    trap.stop();
+    serving.join();
 }

@@ -223,7 +223,8 @@ TEST(upstream_call, error_frames_follow_the_stream_framing_and_lookup_replies_pa
 TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
     test::fake_etcd etcd;
     fleet::fleet_keys keys;
-    auto put_host = [&](const std::string & id, bool ready, int pid, const std::string & model) {
+    const int64_t lease = etcd.grant(std::chrono::seconds(60)).value();
+    auto put_host = [&](const std::string & id, bool ready, int pid, const std::string & model, int64_t on = -1) {
         fleet::host_record r;
         r.id = id;
         r.openai_url = "http://127.0.0.1:" + std::to_string(1000 + pid);
@@ -234,7 +235,7 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
         r.models.push_back({"bad", "sha256-y", "quarantined", false, 1});
         r.load.known = true;
         r.load.running = 2;
-        ASSERT_TRUE(etcd.put(keys.host(id), fleet::to_json(r).dump()).ok());
+        ASSERT_TRUE(etcd.put(keys.host(id), fleet::to_json(r).dump(), on < 0 ? lease : on).ok());
     };
     put_host("a", true, 1, "tiny");
     put_host("b", false, 2, "tiny");
@@ -248,6 +249,19 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
     EXPECT_EQ(t.state_of("b"), "degraded") << "not ready";
     EXPECT_EQ(t.state_of("c"), "degraded") << "a peer cannot reach it";
     EXPECT_EQ(t.state_of("nobody"), "down");
+    // Records an agent did not write: not on a lease (put by hand), or naming another host.
+    put_host("fake", true, 7, "tiny", 0);
+    {
+        fleet::host_record r;
+        r.id = "a";
+        r.openai_url = "http://127.0.0.1:1666";
+        r.server.ready = true;
+        ASSERT_TRUE(etcd.put(keys.host("mallory"), fleet::to_json(r).dump(), lease).ok());
+    }
+    ASSERT_TRUE(t.refresh());
+    EXPECT_FALSE(t.host("fake") && t.host("fake")->routable()) << "not on a lease: never routed to";
+    EXPECT_FALSE(t.host("mallory") && t.host("mallory")->routable()) << "names another host: never routed to";
+    EXPECT_EQ(t.host("a")->url, "http://127.0.0.1:1001") << "a's own record stands";
     auto a = t.host("a").value();
     EXPECT_TRUE(a.routable());
     EXPECT_TRUE(a.serves("tiny:latest"));
