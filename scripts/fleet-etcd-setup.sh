@@ -7,7 +7,7 @@
 #       --root-password-file F [--operator NAME:PASSWORD_FILE] [--viewer NAME:PASSWORD_FILE]
 #       [--agent HOST_ID:PASSWORD_FILE]... [--triager HOST_ID]...
 #
-# Roles, on key ranges under the prefix (the layout: src/fleet/fleet_keys.h):
+# Roles, on key ranges under the prefix (the layout: src/fleet/etcd/fleet_keys.h):
 #   fleet-viewer          read the whole prefix                       (console, gateway, fleet status)
 #   fleet-operator        read; write rollouts/ and rollout-active (create, pause, abort), incidents/
 #                         (ack), roster/ and health/ (forget)

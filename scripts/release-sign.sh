@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Signs release artifacts for the fleet (docs/SECURITY.md "The fleet"): writes ARTIFACT.sig in the
-# format `rustycage release sign` writes and hosts verify (src/fleet/artifact_signature.h), with
+# format `rustycage release sign` writes and hosts verify (src/fleet/rollout/artifact_signature.h), with
 # the openssl command line only, so a release machine needs no rustycage build to sign.
 #
 #   scripts/release-sign.sh --key KEY.pem ARTIFACT...        sign

@@ -1,4 +1,4 @@
-// `rustycage agent`: the resident agent of one host (src/fleet/agent.h). Flags it does not know are
+// `rustycage agent`: the resident agent of one host (src/fleet/agent/agent.h). Flags it does not know are
 // `rustycage serve` flags and go to the server it supervises.
 #include <pthread.h>
 #include <csignal>
@@ -11,7 +11,7 @@
 #include "cli_common.h"
 #include "build_info.h"
 #include "commands.h"
-#include "fleet/agent.h"
+#include "fleet/agent/agent.h"
 #include "fleet_cli.h"
 #include "util/log.h"
 #include "version.h"

@@ -7,7 +7,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "fleet/fleet_view.h"
+#include "fleet/view/fleet_view.h"
 #include "fleet_cli.h"
 
 namespace rc::cli {

@@ -1,5 +1,5 @@
 // `rustycage release keygen|sign|verify`: the lab's release signing key and the detached signatures
-// hosts check before they unpack an artifact (src/fleet/artifact_signature.h, docs/SECURITY.md).
+// hosts check before they unpack an artifact (src/fleet/rollout/artifact_signature.h, docs/SECURITY.md).
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -11,7 +11,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "fleet/artifact_signature.h"
+#include "fleet/rollout/artifact_signature.h"
 #include "util/sha256.h"
 
 namespace rc::cli {

@@ -10,7 +10,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "fleet/rollout_record.h"
+#include "fleet/rollout/rollout_record.h"
 #include "fleet_cli.h"
 #include "store/timestamps.h"
 

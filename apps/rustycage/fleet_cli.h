@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "fleet/etcd_gateway.h"
-#include "fleet/fleet_keys.h"
+#include "fleet/etcd/etcd_gateway.h"
+#include "fleet/etcd/fleet_keys.h"
 
 namespace rc::cli {
 

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "api/api_server.h"
-#include "fleet/console_feed.h"
+#include "fleet/view/console_feed.h"
 #include "llama/template_budget.h"
 #include "fleet_cli.h"
 #include "api/ollama/keep_alive.h"

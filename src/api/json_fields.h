@@ -1,5 +1,5 @@
 #pragma once
-// Typed reads of request JSON with errors that name the field (DESIGN.md §6: bad input gets a clear
+// Typed reads of request JSON with errors that name the field (ARCHITECTURE.md §6: bad input gets a clear
 // 4xx naming what was wrong). Unknown fields are ignored; wrong types are rejected.
 #include <nlohmann/json.hpp>
 

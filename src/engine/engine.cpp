@@ -63,7 +63,7 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     const int max_idle = per_token_kv ? std::max(0, opts.kv.cached_sequences) : 0;
     cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + max_idle + 1);
     if (cp.n_seq_max > 256) return make_error(errc::invalid_argument, "parallel + cached sequences must stay below 256");
-    cp.kv_unified = true;  // one cell pool: sequences share prefix cells via seq_cp (DESIGN.md §4)
+    cp.kv_unified = true;  // one cell pool: sequences share prefix cells via seq_cp (ARCHITECTURE.md §4)
     int threads = opts.n_threads > 0 ? opts.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     cp.n_threads = threads;
     cp.n_threads_batch = threads;

@@ -1,5 +1,5 @@
 #pragma once
-// One engine per loaded model (DESIGN.md §4). Its thread owns the llama_context, the sequences and
+// One engine per loaded model (ARCHITECTURE.md §4). Its thread owns the llama_context, the sequences and
 // their KV cells; other threads only submit requests and read the returned channel.
 //
 // Continuous batching: each step decodes one token for every running sequence plus prefill chunks of
@@ -73,7 +73,7 @@ struct engine_stats {
     uint64_t requests_finished = 0;
     uint64_t requests_cancelled = 0;
     uint64_t requests_failed = 0;
-    // Scheduling (DESIGN.md §4): each llama_decode of a generation model.
+    // Scheduling (ARCHITECTURE.md §4): each llama_decode of a generation model.
     kv::histogram_snapshot step_seconds;
     kv::histogram_snapshot step_tokens;
     uint64_t prefill_chunks = 0;     // prefill chunks decoded (a prompt takes one or more)

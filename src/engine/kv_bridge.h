@@ -1,6 +1,6 @@
 #pragma once
 // Moves one block of KV between a sequence in the llama_context and a host blob, with only the
-// public API (DESIGN.md §5, verified on the pinned commit):
+// public API (ARCHITECTURE.md §5, verified on the pinned commit):
 //   save:    seq_cp(s → scratch, [p0,p1)) → state_seq_get_data(scratch) → seq_rm(scratch)
 //   restore: state_seq_set_data(scratch) (clears scratch first) → seq_cp(scratch → s) → seq_rm(scratch)
 // Never restores straight into a live sequence. Engine thread only.

@@ -1,5 +1,5 @@
 #pragma once
-// What a KV block's bytes depend on besides its tokens (DESIGN.md §5 Key): the model (fingerprint)
+// What a KV block's bytes depend on besides its tokens (ARCHITECTURE.md §5 Key): the model (fingerprint)
 // and the KV layout of this context (cell types, layers, heads, RoPE, flash-attention V layout).
 #include <llama.h>
 

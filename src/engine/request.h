@@ -1,5 +1,5 @@
 #pragma once
-// The one internal request/event schema (DESIGN.md §1). The OpenAI and Ollama translators both
+// The one internal request/event schema (ARCHITECTURE.md §1). The OpenAI and Ollama translators both
 // produce a `generation_request` and consume `generation_event`s; nothing API-specific lives here.
 #include <llama.h>
 

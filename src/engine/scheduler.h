@@ -1,5 +1,5 @@
 #pragma once
-// Plans one engine step (DESIGN.md §4: plan first, then apply). Pure logic over sequence states so
+// Plans one engine step (ARCHITECTURE.md §4: plan first, then apply). Pure logic over sequence states so
 // the policy is unit-tested without a model. Stall-free batching (Sarathi-Serve, vLLM's chunked
 // prefill): every decoding sequence gets its one token, and the same batch carries one prefill chunk
 // of at most `prefill_budget` tokens, taken in admission order (a burst of short prompts shares it).

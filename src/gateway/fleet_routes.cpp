@@ -6,6 +6,7 @@
 #include "gateway/request_shape.h"
 #include "gateway/upstream_call.h"
 #include "metrics/text_format.h"
+#include "store/model_name.h"
 
 namespace rc::gateway {
 
@@ -20,8 +21,6 @@ api::http_response json_response(int status, const ojson & body) {
     r.body = body.dump(-1, ' ', false, ojson::error_handler_t::replace);
     return r;
 }
-
-std::string without_latest(const std::string & name) { return name.ends_with(":latest") ? name.substr(0, name.size() - 7) : name; }
 
 // GET `path` on every up host at once; the parsed answers by host (hosts that failed are absent).
 std::vector<std::pair<host_view, json>> ask_up_hosts(gateway_context & g, const api::http_request & client, const std::string & path) {
@@ -69,7 +68,7 @@ json union_of(gateway_context & g, const api::http_request & req, const std::str
 
 json openai_models(gateway_context & g, const api::http_request & req) {
     return union_of(g, req, "/v1/models", "data", "id", [](const fleet::model_fact & m) {
-        return json{{"id", without_latest(m.name)}, {"object", "model"}, {"created", 0}, {"owned_by", "rustycage"}};
+        return json{{"id", store::short_model_name(m.name)}, {"object", "model"}, {"created", 0}, {"owned_by", "rustycage"}};
     });
 }
 
@@ -122,7 +121,7 @@ std::vector<api::route> fleet_routes(gateway_context & g) {
     r.push_back({"GET", "/v1/models/:id", [&g](const api::http_request & req) {
                      const std::string id = req.path_params.at("id");
                      for (const auto & m : openai_models(g, req))
-                         if (same_model(m.value("id", ""), id)) return json_response(200, m);
+                         if (store::same_model_name(m.value("id", ""), id)) return json_response(200, m);
                      return api::error_response(api::dialect::openai, 404, "model '" + id + "' not found on any host of the fleet");
                  }});
     r.push_back({"GET", "/api/tags", [&g](const api::http_request & req) {

@@ -17,8 +17,8 @@
 
 #include "api/http_server.h"
 #include "api/server_shell.h"
-#include "fleet/etcd_client.h"
-#include "fleet/fleet_keys.h"
+#include "fleet/etcd/etcd_client.h"
+#include "fleet/etcd/fleet_keys.h"
 #include "gateway/gateway_context.h"
 
 namespace rc::gateway {

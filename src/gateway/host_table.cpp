@@ -2,9 +2,10 @@
 
 #include <thread>
 
-#include "fleet/server_probe.h"
+#include "fleet/host/server_probe.h"
 #include "gateway/request_shape.h"
 #include "util/log.h"
+#include "store/model_name.h"
 
 namespace rc::gateway {
 
@@ -24,13 +25,13 @@ void pause(std::chrono::milliseconds d, const fleet::stop_fn & should_stop) {
 
 bool host_view::serves(const std::string & model) const {
     for (const auto & m : models)
-        if (same_model(m.name, model)) return true;
+        if (store::same_model_name(m.name, model)) return true;
     return false;
 }
 
 bool host_view::model_loaded(const std::string & model) const {
     for (const auto & m : models)
-        if (same_model(m.name, model)) return m.loaded;
+        if (store::same_model_name(m.name, model)) return m.loaded;
     return false;
 }
 

@@ -30,10 +30,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fleet/etcd_client.h"
-#include "fleet/fleet_keys.h"
-#include "fleet/fleet_view.h"
-#include "fleet/host_record.h"
+#include "fleet/etcd/etcd_client.h"
+#include "fleet/etcd/fleet_keys.h"
+#include "fleet/view/fleet_view.h"
+#include "fleet/host/host_record.h"
 
 namespace rc::gateway {
 
@@ -50,7 +50,7 @@ struct host_view {
     int slots = 4;               // sequences a model decodes at once (from lookup answers; 4 until one says)
     static bool routable_state(const std::string & s) { return s == "up" || s == "unreachable"; }
     bool routable() const { return routable_state(state) && !ejected && !url.empty(); }
-    bool serves(const std::string & model) const;        // a ready model of that name (same_model)
+    bool serves(const std::string & model) const;        // a ready model of that name (store::same_model_name)
     bool model_loaded(const std::string & model) const;  // ... and loaded, as the record says
     int busy() const { return std::max(inflight, reported_busy); }
 };

@@ -66,15 +66,6 @@ uint64_t fnv1a(const std::string & text, uint64_t seed) {
     return h;
 }
 
-bool same_model(const std::string & a, const std::string & b) {
-    auto norm = [](std::string s) {
-        for (const char * suffix : {":latest", ".gguf"})
-            if (s.size() > std::char_traits<char>::length(suffix) && s.ends_with(suffix)) s.resize(s.size() - std::char_traits<char>::length(suffix));
-        return s;
-    };
-    return norm(a) == norm(b);
-}
-
 result<request_shape> shape_request(const std::string & method, const std::string & path, const std::string & body,
                                     const std::multimap<std::string, std::string> & query) {
     request_shape s;

@@ -31,9 +31,6 @@ struct request_shape {
 result<request_shape> shape_request(const std::string & method, const std::string & path, const std::string & body,
                                     const std::multimap<std::string, std::string> & query);
 
-// "tiny" and "tiny:latest" name the same model; so do "tiny" and "tiny.gguf" (a loose file).
-bool same_model(const std::string & a, const std::string & b);
-
 // 64-bit FNV-1a of `text`, continuing from `seed` (chains of prefix hashes, spreading ties).
 uint64_t fnv1a(const std::string & text, uint64_t seed = 1469598103934665603ull);
 

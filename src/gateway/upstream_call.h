@@ -1,7 +1,7 @@
 #pragma once
 // Calls to hosts: one forwarded request (an upstream_attempt, which a client's connection thread
 // waits on and then relays), and parallel fan-outs (lookups, model listings), all through the
-// fleet's libcurl door (fleet/http_transport.h).
+// fleet's libcurl door (fleet/etcd/http_transport.h).
 //
 // An upstream_attempt runs its transfer on its own thread so the gateway can decide before it
 // answers the client:
@@ -28,7 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/http_server.h"
-#include "fleet/http_transport.h"
+#include "fleet/etcd/http_transport.h"
 #include "gateway/route_planner.h"
 
 namespace rc::gateway {

@@ -1,5 +1,5 @@
 #pragma once
-// Block keys: a SHA-256 hash chain over what determines a block's KV bytes (DESIGN.md §5):
+// Block keys: a SHA-256 hash chain over what determines a block's KV bytes (ARCHITECTURE.md §5):
 //   key_0 = H("rustycage-kv/1", identity, cache_salt)
 //   key_i = H(key_{i-1}, "full", tokens of block i)          full blocks of `block_size` tokens
 //   tail  = H(key_{k},   "part", tokens of the partial tail)  the tail that does not fill a block

@@ -1,5 +1,5 @@
 #pragma once
-// T2: blocks on local disk under a hard byte budget, surviving restarts (DESIGN.md §5 Durability).
+// T2: blocks on local disk under a hard byte budget, surviving restarts (ARCHITECTURE.md §5 Durability).
 // One file per block, `<key hex>.kvb` in the store's directory:
 //   header (magic, version, identity digest, key, pos0, n_tokens, payload size, checksum) + payload
 // written to a temp file, fsynced, renamed, directory fsynced. The checksum is XXH3-64 over the header

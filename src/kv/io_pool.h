@@ -1,6 +1,6 @@
 #pragma once
 // A small pool of threads for the KV tiers' disk I/O, so the engine thread never blocks on disk
-// (DESIGN.md §1). Jobs run in submission order per thread; stop() drains the queue.
+// (ARCHITECTURE.md §1). Jobs run in submission order per thread; stop() drains the queue.
 #include <condition_variable>
 #include <deque>
 #include <functional>

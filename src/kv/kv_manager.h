@@ -1,5 +1,5 @@
 #pragma once
-// The KV tiers below the context (T1 host RAM, T2 disk) and the moves between them (DESIGN.md §5).
+// The KV tiers below the context (T1 host RAM, T2 disk) and the moves between them (ARCHITECTURE.md §5).
 // Block moves into and out of the llama_context happen in the engine (engine/kv_bridge); what to move
 // is the planner's decision (kv_planner.h); this class keeps the blocks and moves them between T1 and
 // T2 on its I/O pool, so the engine thread never waits on disk (write-through included: it only

@@ -1,5 +1,5 @@
 #pragma once
-// The KV planner (DESIGN.md §5, in the spirit of vLLM's KVCacheManager): the engine asks it what to
+// The KV planner (ARCHITECTURE.md §5, in the spirit of vLLM's KVCacheManager): the engine asks it what to
 // do, applies the answer through engine/kv_bridge, and reports each change back so the planner's cell
 // count stays exact. Plans are made before any llama_decode or state restore, against the real number
 // of free cells, so neither ever fails for lack of cells:

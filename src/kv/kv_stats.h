@@ -1,5 +1,5 @@
 #pragma once
-// Counters of the KV tiers for /metrics and /api/ps (DESIGN.md §5 Metrics): prompt tokens by source,
+// Counters of the KV tiers for /metrics and /api/ps (ARCHITECTURE.md §5 Metrics): prompt tokens by source,
 // block moves and bytes per tier pair, evictions, preemptions, corrupt and missing blocks, promotion
 // latency. The planner owns a `kv_stats` (lock-free counters written by the engine thread and the I/O
 // pool); readers take a `kv_stats_snapshot`, plain values with a name for every field. Counters only grow.

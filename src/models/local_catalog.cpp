@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/safe_quote.h"
+#include "store/model_name.h"
 
 namespace rc::models {
 
@@ -33,8 +34,7 @@ model_entry from_record(const store::model_record & r) {
 }
 
 std::optional<model_entry> loose_file(const fs::path & dir, std::string name) {
-    if (name.size() > 7 && name.ends_with(":latest")) name.resize(name.size() - 7);
-    if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+    name = store::short_model_name(std::move(name));
     if (!is_valid_model_name(name)) return std::nullopt;
     fs::path p = dir / (name + ".gguf");
     std::error_code ec;
@@ -76,7 +76,7 @@ std::vector<model_entry> local_catalog::list() const {
         auto e = loose_file(dir_, p.stem().string());
         if (!e) continue;
         // A store model "demo:latest" hides a loose demo.gguf: requests for "demo" get the store one.
-        bool shadowed = std::any_of(out.begin(), out.end(), [&](const model_entry & s) { return s.from_store && s.name == e->name + ":latest"; });
+        bool shadowed = std::any_of(out.begin(), out.end(), [&](const model_entry & s) { return s.from_store && store::same_model_name(s.name, e->name); });
         if (!shadowed) out.push_back(std::move(*e));
     }
     std::stable_sort(out.begin(), out.end(), [](const model_entry & a, const model_entry & b) { return a.name < b.name; });

@@ -2,11 +2,28 @@
 
 #include <algorithm>
 #include <cassert>
+#include <regex>
 
+#include "store/incident_log.h"
 #include "util/byte_size.h"
 #include "util/log.h"
 
 namespace rc::models {
+
+namespace {
+
+// A model that fails to load is an incident in the store's own log (`rustycage show` lists it; a
+// fleet agent forwards it): the structured record, not the log line, is what others read.
+void record_load_failure(const local_catalog & catalog, const model_entry & entry, const error & failure) {
+    static const std::regex oom(R"(out of memory|failed to allocate|cannot allocate|\bOOM\b|insufficient memory)", std::regex::icase);
+    nlohmann::ordered_json details = {{"error", failure.message}};
+    if (!entry.digest.empty()) details["layers"] = nlohmann::ordered_json::array({entry.digest});
+    auto r = store::incident_log::in_store(catalog.dir())
+                 .record(std::regex_search(failure.message, oom) ? "out_of_memory" : "model_load_failed", entry.name, failure.message, details);
+    if (!r) rc::log::warn("models", "incident_not_recorded", {{"model", entry.name}, {"error", r.err().message}});
+}
+
+}  // namespace
 
 // Everything the manager knows about one loaded model. Guarded by the manager's mutex, except
 // `engine`, which is set before the slot is published and reset only by the reaper once no lease
@@ -212,6 +229,7 @@ result<model_lease> model_manager::acquire(const model_entry & entry) {
     changed_.notify_all();
     if (!eng) {
         rc::log::error("models", "load_failed", {{"model", name}, {"error", failure.message}});
+        record_load_failure(catalog_, entry, failure);
         return failure;
     }
     auto s = std::make_shared<slot>();

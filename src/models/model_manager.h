@@ -1,5 +1,5 @@
 #pragma once
-// Loads models on demand and lends out their engines (DESIGN.md §1: a request naming a servable
+// Loads models on demand and lends out their engines (ARCHITECTURE.md §1: a request naming a servable
 // model that is not loaded loads it; the request waits). Concurrent requests for a model that is
 // loading wait for the same load. Several models stay loaded at once while they fit the memory
 // budget; a load that would exceed it first unloads idle models, least recently used first.

@@ -130,4 +130,12 @@ std::filesystem::path model_name::manifest_path(const std::filesystem::path & ro
     return root / "manifests" / host / ns / model / tag;
 }
 
+std::string short_model_name(std::string name) {
+    for (std::string_view suffix : {std::string_view(":latest"), std::string_view(".gguf")})
+        if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+    return name;
+}
+
+bool same_model_name(const std::string & a, const std::string & b) { return short_model_name(a) == short_model_name(b); }
+
 }  // namespace rc::store

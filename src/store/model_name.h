@@ -38,4 +38,10 @@ struct model_name {
     bool operator==(const model_name &) const = default;
 };
 
+// The one rule of served-name equivalence, used by the server, the fleet and the gateway: "demo",
+// "demo:latest" and "demo.gguf" (a loose file) name the same model. short_model_name drops those
+// suffixes (not from a name that is only the suffix); same_model_name compares the short forms.
+std::string short_model_name(std::string name);
+bool same_model_name(const std::string & a, const std::string & b);
+
 }  // namespace rc::store

@@ -1,5 +1,5 @@
 #pragma once
-// One line per event, key=value fields (DESIGN.md §6):
+// One line per event, key=value fields (ARCHITECTURE.md §6):
 //   2026-11-29T09:00:00.123Z INFO engine event=loaded model=demo n_ctx=4096
 // Thread-safe; writes to stderr. Values with spaces or quotes are quoted.
 #include <initializer_list>

@@ -1,5 +1,5 @@
 #pragma once
-// result<T>: a value or an error, for failures that cross a module boundary (DESIGN.md §6).
+// result<T>: a value or an error, for failures that cross a module boundary (ARCHITECTURE.md §6).
 // Expected scarcity and bad input are values, not exceptions.
 #include <cassert>
 #include <string>

@@ -10,6 +10,7 @@
 
 #include "engine/engine.h"
 #include "llama/backend.h"
+#include "support/poll.h"
 #include "test_models.h"
 
 namespace rc::test {
@@ -78,17 +79,6 @@ inline std::shared_ptr<engine::request_channel> submit_ok(engine::engine & e, en
     auto ch = e.submit(std::move(r));
     EXPECT_TRUE(ch.ok()) << (ch.ok() ? "" : ch.err().message);
     return ch.ok() ? ch.value() : nullptr;
-}
-
-// Polls `pred` until true or the deadline passes (no fixed sleeps in tests).
-template <typename F>
-bool eventually(F pred, std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
-    auto until = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < until) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return pred();
 }
 
 }  // namespace rc::test

@@ -44,7 +44,7 @@ TEST(engine, greedy_output_alone_equals_output_among_eight_concurrent) {
         auto r = collect(*chans[i]);
         EXPECT_SAME_OUTPUT(r.tokens, alone[i]) << "prompt " << i << " diverged when batched";
     }
-    EXPECT_TRUE(eventually([&] { return e->stats().running == 0; }));
+    EXPECT_TRUE(poll_until([&] { return e->stats().running == 0; }));
     EXPECT_EQ(e->stats().kv_cells_used, 0);
 }
 
@@ -115,12 +115,12 @@ TEST(engine, cancelled_sequence_frees_its_cells) {
     auto ch = submit_ok(*e, greedy(e->model(), "Tell me a very long story", 3000));
     auto first = ch->pop(std::chrono::seconds(60));
     ASSERT_TRUE(first.has_value());
-    EXPECT_TRUE(eventually([&] { return e->stats().kv_cells_used > 0; }));
+    EXPECT_TRUE(poll_until([&] { return e->stats().kv_cells_used > 0; }));
     ch->cancel();
     auto r = collect(*ch);
     EXPECT_EQ(r.done.finish, engine::finish_reason::cancelled);
     EXPECT_LT(r.done.usage.completion_tokens, 3000);
-    EXPECT_TRUE(eventually([&] { return e->stats().running == 0; }));
+    EXPECT_TRUE(poll_until([&] { return e->stats().running == 0; }));
     EXPECT_EQ(e->stats().kv_cells_used, 0);
     EXPECT_EQ(e->stats().requests_cancelled, 1u);
     // The freed sequence id is reusable.
@@ -274,7 +274,7 @@ TEST(engine, graph_work_leaves_no_threads_on_the_starting_thread) {
         EXPECT_EQ(collect(*submit_ok(*e, greedy(e->model(), "The quick brown fox", 4))).tokens.size(), 4u);
         EXPECT_GT(rc::test::process_threads(), before);  // the engine's thread and its compute pool
     }
-    EXPECT_TRUE(eventually([&] { return rc::test::process_threads() == before; }, std::chrono::seconds(10)))
+    EXPECT_TRUE(poll_until([&] { return rc::test::process_threads() == before; }, std::chrono::seconds(10)))
         << rc::test::process_threads() - before << " thread(s) outlived the engine";
 }
 
@@ -296,7 +296,7 @@ TEST(engine, compute_threads_run_nicer_than_the_threads_that_answer_clients) {
     long_run.sampling.ignore_eos = true;
     auto ch = submit_ok(*e, std::move(long_run));
     // The engine thread and its OpenMP worker, while they compute.
-    EXPECT_TRUE(eventually([&] { return rc::test::threads_at_nice(base + 3) >= before + 2; }, std::chrono::seconds(10)));
+    EXPECT_TRUE(poll_until([&] { return rc::test::threads_at_nice(base + 3) >= before + 2; }, std::chrono::seconds(10)));
     EXPECT_EQ(collect(*ch).tokens.size(), 400u);
     EXPECT_EQ(getpriority(PRIO_PROCESS, 0), base) << "the caller's thread keeps its priority";
 
@@ -305,7 +305,7 @@ TEST(engine, compute_threads_run_nicer_than_the_threads_that_answer_clients) {
     ASSERT_TRUE(same);
     EXPECT_EQ(collect(*submit_ok(*same, greedy(same->model(), "The quick brown fox", 4))).tokens.size(), 4u);
     e.reset();
-    EXPECT_TRUE(eventually([&] { return rc::test::threads_at_nice(base + 3) == before; }, std::chrono::seconds(10)))
+    EXPECT_TRUE(poll_until([&] { return rc::test::threads_at_nice(base + 3) == before; }, std::chrono::seconds(10)))
         << "with --compute-nice 0 no thread runs nicer";
 }
 
@@ -318,7 +318,7 @@ TEST(engine, an_idle_engine_hands_back_its_compute_threads) {
     auto e = start_engine("tiny-chat", opts);
     ASSERT_TRUE(e);
     EXPECT_EQ(collect(*submit_ok(*e, greedy(e->model(), "The quick brown fox", 4))).tokens.size(), 4u);
-    EXPECT_TRUE(eventually([&] { return rc::test::process_threads() == before + 1; }, std::chrono::seconds(10)))
+    EXPECT_TRUE(poll_until([&] { return rc::test::process_threads() == before + 1; }, std::chrono::seconds(10)))
         << rc::test::process_threads() - before << " threads besides this one while the engine idles";
     // The next request starts a pool again and is served as before.
     EXPECT_EQ(collect(*submit_ok(*e, greedy(e->model(), "The quick brown fox", 4))).tokens.size(), 4u);

@@ -125,7 +125,7 @@ TEST_F(kv_lookup, reports_host_and_disk_tiers_without_promoting) {
     auto a = tokens(*e, prompt_a), b = tokens(*e, prompt_b);
     run(*e, a);
     run(*e, b);  // one idle conversation is kept: A's blocks leave the context
-    ASSERT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
+    ASSERT_TRUE(poll_until([&] { return e->kv_stats().evictions.context == 1; }));
     settle(*e);
     const auto before = counters(*e);
     auto l = ask(*e, a);
@@ -145,7 +145,7 @@ TEST_F(kv_lookup, reports_host_tier) {
     auto a = tokens(*e, prompt_a);
     run(*e, a);
     run(*e, tokens(*e, prompt_b));
-    ASSERT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
+    ASSERT_TRUE(poll_until([&] { return e->kv_stats().evictions.context == 1; }));
     const auto before = counters(*e);
     auto l = ask(*e, a);
     EXPECT_EQ(counters(*e), before);
@@ -167,7 +167,7 @@ TEST_F(kv_lookup, a_resumed_conversation_counts_context_and_host_separately) {
     auto tail = e->model().tokenize(" and then about something else entirely, like the weather", false, false);
     other.insert(other.end(), tail.begin(), tail.end());
     run(*e, other);  // one idle conversation kept: A leaves the context, `other` holds A's first 20 tokens
-    ASSERT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
+    ASSERT_TRUE(poll_until([&] { return e->kv_stats().evictions.context == 1; }));
     std::vector<llama_token> turn2 = a;
     turn2.insert(turn2.end(), turn1.tokens.begin(), turn1.tokens.end());
     auto more = e->model().tokenize(" and what about Gutenberg?", false, false);

@@ -1,4 +1,4 @@
-// Whole-sequence snapshots for a recurrent model (tiny-mamba, DESIGN.md §5): its state is not
+// Whole-sequence snapshots for a recurrent model (tiny-mamba, ARCHITECTURE.md §5): its state is not
 // per-token KV, so the tiers hold the state after exactly N tokens. Greedy output after restoring
 // a snapshot from host RAM, from disk and after a restart must equal a run that recomputed.
 #include <unistd.h>
@@ -124,7 +124,7 @@ TEST_F(kv_snapshots, snapshots_survive_a_restart_on_disk) {
         turn2.insert(turn2.end(), turn1.tokens.begin(), turn1.tokens.end());
         auto more = e->model().tokenize(" and then?", false, false);
         turn2.insert(turn2.end(), more.begin(), more.end());
-        ASSERT_TRUE(eventually([&] { return e->kv()->disk_blocks() >= 2; })) << "prompt-end and conversation-end snapshots written back";
+        ASSERT_TRUE(poll_until([&] { return e->kv()->disk_blocks() >= 2; })) << "prompt-end and conversation-end snapshots written back";
     }
     auto e = start(0, true);
     ASSERT_TRUE(e);

@@ -1,4 +1,4 @@
-// KV tiering through the engine (DESIGN.md §5) on the Q8_0 model with an F32 KV cache, where a
+// KV tiering through the engine (ARCHITECTURE.md §5) on the Q8_0 model with an F32 KV cache, where a
 // restored block gives bit-identical logits: greedy output after demoting to host, to disk, and
 // after a restart must equal a run that never evicted.
 #include <unistd.h>
@@ -93,7 +93,7 @@ TEST_F(kv_tiers, demoted_to_host_then_restored_gives_identical_greedy_output) {
     auto a = tokens(*e, prompt_a), b = tokens(*e, prompt_b);
     auto first = run(*e, a);
     run(*e, b);  // only one idle conversation is kept: A's blocks move to host RAM
-    EXPECT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
+    EXPECT_TRUE(poll_until([&] { return e->kv_stats().evictions.context == 1; }));
     EXPECT_GT(e->kv()->host_bytes(), 0u);
     uint64_t computed_before = e->kv_stats().prompt_tokens.computed;
     auto again = run(*e, a);
@@ -194,7 +194,7 @@ TEST_F(kv_tiers, disk_tier_restores_after_host_eviction_and_survives_a_restart) 
         a = tokens(*e, prompt_a);
         first = run(*e, a);
         run(*e, tokens(*e, prompt_b));
-        ASSERT_TRUE(eventually([&] { return e->kv_stats().evictions.context == 1; }));
+        ASSERT_TRUE(poll_until([&] { return e->kv_stats().evictions.context == 1; }));
         e->kv()->drain_io();
         EXPECT_GT(e->kv()->disk_blocks(), 0u);
         auto again = run(*e, a);
@@ -273,7 +273,7 @@ TEST_F(kv_tiers, different_cache_salts_never_share_a_block) {
     EXPECT_EQ(other.done.usage.cached_tokens, 0) << "another salt must not reuse alice's context cells";
     run(*e, tokens(*e, prompt_b), 8, "alice");  // evict to host
     run(*e, tokens(*e, prompt_b), 8, "zed");
-    ASSERT_TRUE(eventually([&] { return e->kv()->host_blocks() > 0; }));
+    ASSERT_TRUE(poll_until([&] { return e->kv()->host_blocks() > 0; }));
     auto other2 = run(*e, a, 8, "mallory2");
     EXPECT_EQ(other2.done.usage.cached_tokens, 0) << "nor alice's host blocks";
     auto same = run(*e, a, 8, "alice");
@@ -329,7 +329,7 @@ TEST_F(kv_tiers, a_shared_system_prompt_is_stored_once) {
         auto r = run(*e, p, 8);
         return p.size() + r.tokens.size() - 1;  // tokens in the context (the last one was never decoded)
     };
-    auto evicted = [&](uint64_t n) { return eventually([&] { return e->kv_stats().evictions.context >= n; }); };
+    auto evicted = [&](uint64_t n) { return poll_until([&] { return e->kv_stats().evictions.context >= n; }); };
 
     // Bytes per token, measured on the first conversation alone.
     size_t first = conversation(0);
@@ -358,7 +358,7 @@ TEST_F(kv_tiers, an_idle_conversation_makes_way_for_another_and_comes_back_from_
     ASSERT_TRUE(e);
     auto a = tokens(*e, prompt_a), b = tokens(*e, prompt_b);
     auto first = run(*e, a);
-    EXPECT_TRUE(eventually([&] { return e->stats().kv_cells_cached > 0; })) << "alone, A stays in the context";
+    EXPECT_TRUE(poll_until([&] { return e->stats().kv_cells_cached > 0; })) << "alone, A stays in the context";
     run(*e, b);
     EXPECT_EQ(e->kv_stats().evictions.context, 1u) << "B ran: A's cells left the context";
     EXPECT_GT(e->kv()->host_bytes(), 0u);

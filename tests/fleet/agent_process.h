@@ -70,7 +70,7 @@ class agent_process {
         if (pid_ <= 0) return -1;
         ::kill(pid_, SIGTERM);
         int st = 0;
-        const bool done = eventually([&] { return waitpid(pid_, &st, WNOHANG) == pid_; }, std::chrono::seconds(30));
+        const bool done = poll_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; }, std::chrono::seconds(30));
         if (!done) {
             ::kill(pid_, SIGKILL);
             waitpid(pid_, &st, 0);

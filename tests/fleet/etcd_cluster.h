@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fleet/etcd_gateway.h"
+#include "fleet/etcd/etcd_gateway.h"
 #include "etcd_tls.h"
 #include "fleet_test_util.h"
 
@@ -72,7 +72,7 @@ class etcd_cluster {
 
     // Polls until every running member answers a read through the gateway (a cluster has a leader).
     bool wait_healthy(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const {
-        return eventually([&] {
+        return poll_until([&] {
             for (const auto & m : members_) {
                 if (m.pid <= 0) continue;
                 fleet::etcd_gateway g(client_options({client_url(m)}));

@@ -6,14 +6,14 @@
 #include <thread>
 
 #include "etcd_cluster.h"
-#include "fleet/etcd_gateway.h"
+#include "fleet/etcd/etcd_gateway.h"
 
 namespace rc::fleet {
 namespace {
 
 using namespace std::chrono_literals;
 using test::etcd_cluster;
-using test::eventually;
+using test::poll_until;
 
 #define REQUIRE_ETCD() \
     if (!etcd_cluster::available()) GTEST_SKIP() << "no etcd binary: scripts/setup.sh installs etcd-server"
@@ -78,7 +78,7 @@ TEST(etcd_real, leases_keep_keys_alive_and_expire_them) {
     EXPECT_GE(ttl->ttl, 0);
     // Without keepalives the key goes with the lease.
     const auto t0 = std::chrono::steady_clock::now();
-    ASSERT_TRUE(eventually([&] { return g.get("leased")->kvs.empty(); }, 10s));
+    ASSERT_TRUE(poll_until([&] { return g.get("leased")->kvs.empty(); }, 10s));
     EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s);
     EXPECT_EQ(g.keepalive(lease.value()).value(), 0) << "an expired lease renews to nothing";
     EXPECT_EQ(g.time_to_live(lease.value())->ttl, -1);
@@ -113,7 +113,7 @@ TEST(etcd_real, watch_delivers_puts_and_deletes_in_order_and_stops_on_request) {
     ASSERT_TRUE(g.put("other", "ignored").ok());
     ASSERT_TRUE(g.put("w/a", "2").ok());
     ASSERT_TRUE(g.del("w/a").ok());
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         std::lock_guard<std::mutex> l(mu);
         return seen.size() == 3;
     }, 10s));
@@ -146,9 +146,9 @@ TEST(etcd_real, elections_hand_over_when_the_leader_lease_goes) {
         b_won = true;
     });
     // b waits while a leads; a's lease going (its agent died) hands over.
-    EXPECT_FALSE(eventually([&] { return b_won.load(); }, 1500ms));
+    EXPECT_FALSE(poll_until([&] { return b_won.load(); }, 1500ms));
     ASSERT_TRUE(g.revoke(la).ok());
-    ASSERT_TRUE(eventually([&] { return b_won.load(); }, 10s));
+    ASSERT_TRUE(poll_until([&] { return b_won.load(); }, 10s));
     t.join();
     ASSERT_TRUE(b.ok());
     EXPECT_EQ(g.leader("el").value()->value, "host-b");
@@ -193,11 +193,11 @@ TEST(etcd_real, a_dead_member_is_failed_over) {
         }
     } join_on_exit{stop, t};  // a failed ASSERT must not leave a joinable thread (std::terminate)
     ASSERT_TRUE(g.put("f", "2").ok());
-    ASSERT_TRUE(eventually([&] { return events.load() == 1; }, 10s));
+    ASSERT_TRUE(poll_until([&] { return events.load() == 1; }, 10s));
     c.kill_member(0);
-    ASSERT_TRUE(eventually([&] { return g.put("f", "3").ok(); }, 20s));
+    ASSERT_TRUE(poll_until([&] { return g.put("f", "3").ok(); }, 20s));
     EXPECT_EQ(g.get("f")->kvs[0].value, "3");
-    ASSERT_TRUE(eventually([&] { return events.load() == 2; }, 20s)) << "the watch resumed on another member";
+    ASSERT_TRUE(poll_until([&] { return events.load() == 2; }, 20s)) << "the watch resumed on another member";
     EXPECT_TRUE(broke.load());
     auto lease = g.grant(5s);
     ASSERT_TRUE(lease.ok());
@@ -245,16 +245,16 @@ TEST(etcd_real, a_hung_member_is_left_by_watches_and_keepalives) {
         }
     } join_on_exit{stop, t, keep};
     ASSERT_TRUE(g.put("h", "2").ok());
-    ASSERT_TRUE(eventually([&] { return events.load() == 1; }, 10s));
+    ASSERT_TRUE(poll_until([&] { return events.load() == 1; }, 10s));
 
     // Member 0 hangs (SIGSTOP): connections are accepted, nothing is answered.
     c.freeze_member(0);
     etcd_options others;
     others.endpoints = {c.endpoint(1), c.endpoint(2)};
     etcd_gateway w(others);
-    ASSERT_TRUE(eventually([&] { return w.put("h", "3").ok(); }, 20s));
+    ASSERT_TRUE(poll_until([&] { return w.put("h", "3").ok(); }, 20s));
     const auto t0 = std::chrono::steady_clock::now();
-    ASSERT_TRUE(eventually([&] { return events.load() == 2; }, 20s)) << "the watch moved to another member";
+    ASSERT_TRUE(poll_until([&] { return events.load() == 2; }, 20s)) << "the watch moved to another member";
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
     EXPECT_LE(took, 4000ms) << "idle bound 1 s + the member check";
     // The lease (TTL 2 s) lived through it: keepalives gave up on the hung member within 500 ms.
@@ -276,7 +276,7 @@ TEST(etcd_real, every_member_is_learned_from_one_endpoint) {
     EXPECT_EQ(g.endpoints().size(), 3u);
     EXPECT_EQ(g.sync_members().value(), 0u) << "known members are not added twice";
     c.kill_member(0);
-    EXPECT_TRUE(eventually([&] { return g.put("x", "1").ok(); }, 20s)) << "told one member, it fails over to the others";
+    EXPECT_TRUE(poll_until([&] { return g.put("x", "1").ok(); }, 20s)) << "told one member, it fails over to the others";
 }
 
 }  // namespace

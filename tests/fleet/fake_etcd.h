@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fleet/etcd_client.h"
+#include "fleet/etcd/etcd_client.h"
 
 namespace rc::test {
 

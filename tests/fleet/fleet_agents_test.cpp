@@ -6,7 +6,7 @@
 #include <fstream>
 #include <map>
 
-#include "fleet/hardware.h"
+#include "fleet/host/hardware.h"
 #include "fleet_test_fixture.h"
 
 namespace rc::test {
@@ -28,7 +28,7 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
     REQUIRE_ETCD();
     start_cluster(3);
     for (const char * id : {"a", "b", "c"}) add_agent(id);
-    ASSERT_TRUE(eventually([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
 
     // The keys of the layout, exactly.
     EXPECT_EQ(etcd->get(keys.schema())->kvs.at(0).value, "2");
@@ -52,9 +52,9 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
                 if (std::string(t) != o && health(t, o) != "up") return false;
         return true;
     };
-    ASSERT_TRUE(eventually(all_up, 60s)) << logs();
+    ASSERT_TRUE(poll_until(all_up, 60s)) << logs();
     EXPECT_EQ(etcd->get_prefix(keys.health())->kvs.size(), 6u) << "each agent publishes one entry per peer";
-    ASSERT_TRUE(eventually([&] { return state_in_status("a") == "up" && state_in_status("b") == "up" && state_in_status("c") == "up"; }, 30s));
+    ASSERT_TRUE(poll_until([&] { return state_in_status("a") == "up" && state_in_status("b") == "up" && state_in_status("c") == "up"; }, 30s));
     auto table = run_rustycage({"fleet", "status", "--etcd", cluster->endpoints()});
     ASSERT_EQ(table.code, 0) << table.out;
     EXPECT_NE(table.out.find("HOST"), std::string::npos) << table.out;
@@ -73,32 +73,32 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
         return states;
     };
     const std::map<std::string, std::string> three_up = {{"a", "up"}, {"b", "up"}, {"c", "up"}};
-    ASSERT_TRUE(eventually([&] { return console_hosts("a") == three_up; }, 30s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return console_hosts("a") == three_up; }, 30s)) << logs();
 
     // kill -9 of b's agent and server: down on both peers within TTL + 2 s.
     const int server_b = record("b")->server.pid;
     const auto t0 = std::chrono::steady_clock::now();
     agents[1]->kill_agent(server_b);
-    ASSERT_TRUE(eventually([&] { return health("b", "a") == "down" && health("b", "c") == "down"; }, 30s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return health("b", "a") == "down" && health("b", "c") == "down"; }, 30s)) << logs();
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
     EXPECT_LE(took, 4000ms) << "down was seen after " << took.count() << " ms";
     std::cout << "[ measure  ] down on both peers " << took.count() << " ms after kill -9 (TTL 2 s)\n";
     EXPECT_TRUE(etcd->get(keys.host("b"))->kvs.empty());
     EXPECT_EQ(state_in_status("b"), "down");
-    ASSERT_TRUE(eventually([&] { return console_hosts("c")["b"] == "down"; }, 10s)) << "the console follows the fleet";
+    ASSERT_TRUE(poll_until([&] { return console_hosts("c")["b"] == "down"; }, 10s)) << "the console follows the fleet";
 
     // Back: up again everywhere.
     agents[1]->start();
-    ASSERT_TRUE(eventually([&] { return ready("b") && health("b", "a") == "up" && health("b", "c") == "up"; }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("b") && health("b", "a") == "up" && health("b", "c") == "up"; }, 120s)) << logs();
     EXPECT_EQ(state_in_status("b"), "up");
 
     // The agent lives, the server hangs: degraded, then up again once it resumes.
     const int server_c = record("c")->server.pid;
     ASSERT_EQ(kill(server_c, SIGSTOP), 0);
-    const bool degraded = eventually([&] { return state_in_status("c") == "degraded" && health("c", "a") == "degraded"; }, 30s);
+    const bool degraded = poll_until([&] { return state_in_status("c") == "degraded" && health("c", "a") == "degraded"; }, 30s);
     kill(server_c, SIGCONT);
     ASSERT_TRUE(degraded) << logs();
-    ASSERT_TRUE(eventually([&] { return state_in_status("c") == "up" && health("c", "a") == "up"; }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return state_in_status("c") == "up" && health("c", "a") == "up"; }, 60s)) << logs();
     EXPECT_EQ(record("c")->server.pid, server_c) << "a hung server is reported, not restarted";
 
     // A drained agent leaves at once (its lease is revoked) and says so in the roster.
@@ -112,7 +112,7 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
     REQUIRE_ETCD();
     start_cluster(3);
     for (const char * id : {"a", "b", "c"}) add_agent(id);
-    ASSERT_TRUE(eventually([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
     std::map<std::string, std::string> urls;
     for (const char * id : {"a", "b", "c"}) urls[id] = record(id)->openai_url;
 
@@ -122,17 +122,17 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
     o.endpoints = {cluster->endpoint(1), cluster->endpoint(2)};
     etcd = std::make_unique<fleet::etcd_gateway>(o);
     const auto before = record("a")->updated_at;
-    ASSERT_TRUE(eventually([&] { auto r = record("a"); return r && r->updated_at != before; }, 30s)) << "records are still refreshed";
+    ASSERT_TRUE(poll_until([&] { auto r = record("a"); return r && r->updated_at != before; }, 30s)) << "records are still refreshed";
     const int server_c = record("c")->server.pid;
     agents[2]->kill_agent(server_c);
-    ASSERT_TRUE(eventually([&] { return health("c", "a") == "down" && health("c", "b") == "down"; }, 30s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return health("c", "a") == "down" && health("c", "b") == "down"; }, 30s)) << logs();
     EXPECT_TRUE(record("a").has_value() && record("b").has_value());
 
     // Every member down: the servers answer as before.
     const int64_t rev_a = etcd->get(keys.host("a"))->kvs.at(0).mod_revision;
     cluster->kill_member(1);
     cluster->kill_member(2);
-    ASSERT_TRUE(eventually([&] { return agents[0]->log().find("event=etcd_unreachable") != std::string::npos &&
+    ASSERT_TRUE(poll_until([&] { return agents[0]->log().find("event=etcd_unreachable") != std::string::npos &&
                                         agents[1]->log().find("event=etcd_unreachable") != std::string::npos; }, 30s)) << logs();
     EXPECT_TRUE(serves(urls["a"]));
     EXPECT_TRUE(serves(urls["b"]));
@@ -143,35 +143,35 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
     ASSERT_TRUE(cluster->wait_healthy());
     o.endpoints = cluster->endpoint_list();
     etcd = std::make_unique<fleet::etcd_gateway>(o);
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         return agents[0]->log().find("event=etcd_reachable") != std::string::npos && agents[1]->log().find("event=etcd_reachable") != std::string::npos;
     }, 60s)) << logs();
-    ASSERT_TRUE(eventually([&] { return ready("a") && ready("b"); }, 60s)) << logs();
-    ASSERT_TRUE(eventually([&] { return etcd->get(keys.host("a"))->kvs.at(0).mod_revision > rev_a; }, 30s)) << "a's record was written again";
+    ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return etcd->get(keys.host("a"))->kvs.at(0).mod_revision > rev_a; }, 30s)) << "a's record was written again";
     EXPECT_TRUE(agents[0]->running() && agents[1]->running());
     EXPECT_EQ(agents[0]->pid(), pid_a);
     EXPECT_EQ(agents[1]->pid(), pid_b);
-    ASSERT_TRUE(eventually([&] { return health("a", "b") == "up" && health("b", "a") == "up"; }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return health("a", "b") == "up" && health("b", "a") == "up"; }, 60s)) << logs();
     EXPECT_EQ(state_in_status("c"), "down");
     EXPECT_TRUE(serves(urls["a"]));
 
     // The lease lost (revoked behind the agent's back, as after a restore): a new one, same process.
     const int64_t old_lease = etcd->get(keys.host("a"))->kvs.at(0).lease;
     ASSERT_TRUE(etcd->revoke(old_lease).ok());
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto r = etcd->get(keys.host("a"));
         return r.ok() && !r->kvs.empty() && r->kvs[0].lease != old_lease && r->kvs[0].lease != 0;
     }, 30s)) << logs();
     EXPECT_NE(agents[0]->log().find("event=lease_lost"), std::string::npos);
     EXPECT_EQ(agents[0]->pid(), pid_a);
-    ASSERT_TRUE(eventually([&] { return health("b", "a") == "up"; }, 30s)) << "a's health entries are back on its new lease";
+    ASSERT_TRUE(poll_until([&] { return health("b", "a") == "up"; }, 30s)) << "a's health entries are back on its new lease";
 }
 
 TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_host) {
     REQUIRE_ETCD();
     start_cluster(3, {"a", "b"});
     for (const char * id : {"a", "b"}) add_agent(id);
-    ASSERT_TRUE(eventually([&] { return ready("a") && ready("b"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 120s)) << logs();
 
     // NaN Q8_0 scales in the last MiB of the tensor data: the quarantine check refuses the model.
     const auto bad = root.path() / "bad.gguf";
@@ -188,7 +188,7 @@ TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_h
     // Visible through every member, i.e. from every host's etcd.
     std::string id, fp;
     for (size_t m = 0; m < cluster->size(); ++m) {
-        ASSERT_TRUE(eventually([&] {
+        ASSERT_TRUE(poll_until([&] {
             for (const auto & i : incidents_json(cluster->endpoint(m)))
                 if (i["kind"] == "quarantine_failed" && i["host"] == "a" && i["model"] == "broken:latest") {
                     id = i["id"];
@@ -204,7 +204,7 @@ TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_h
     EXPECT_EQ(inc["versions"]["backend"], this_backend());
     auto box = json::parse(etcd->get(keys.outbox_entry("a", id))->kvs.at(0).value);
     EXPECT_EQ(box["state"], "pending") << "no triager configured: it waits in the outbox";
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto r = record("a");
         if (!r) return false;
         for (const auto & m : r->models)

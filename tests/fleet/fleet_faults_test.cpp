@@ -62,9 +62,9 @@ TEST_F(fleet_faults, a_frozen_etcd_member_does_not_freeze_membership) {
     REQUIRE_ETCD();
     start_cluster(3);
     for (const char * id : {"a", "b"}) add_agent(id);
-    ASSERT_TRUE(eventually([&] { return ready("a") && ready("b"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 120s)) << logs();
     start_gateway();
-    ASSERT_TRUE(eventually([&] { return gw_state("a") == "up" && gw_state("b") == "up" && health("b", "a") == "up"; }, 30s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gw_state("a") == "up" && gw_state("b") == "up" && health("b", "a") == "up"; }, 30s)) << logs();
     const int64_t lease_a = etcd->get(keys.host("a"))->kvs.at(0).lease;
 
     // Member 0 — the one every watch and stream started on — hangs: connections are accepted, nothing is answered.
@@ -75,16 +75,16 @@ TEST_F(fleet_faults, a_frozen_etcd_member_does_not_freeze_membership) {
     // b dies (agent and server): the gateway and a see it within TTL + 3 s.
     const auto t0 = steady::now();
     agents[1]->kill_agent(record("b")->server.pid);
-    ASSERT_TRUE(eventually([&] { return gw_state("b") == "down" && health("b", "a") == "down"; }, 30s))
+    ASSERT_TRUE(poll_until([&] { return gw_state("b") == "down" && health("b", "a") == "down"; }, 30s))
         << gw->context().hosts.to_json().dump() << logs();
     const long long left = ms_since(t0);
     EXPECT_LE(left, 5000) << "a host that left during the freeze was seen after " << left << " ms";
 
     // c joins during the freeze: seen as up by the gateway and by a within TTL + 3 s of its registration.
     add_agent("c");
-    ASSERT_TRUE(eventually([&] { return ready("c"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("c"); }, 120s)) << logs();
     const auto t1 = steady::now();
-    ASSERT_TRUE(eventually([&] { return gw_state("c") == "up" && health("c", "a") == "up"; }, 30s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gw_state("c") == "up" && health("c", "a") == "up"; }, 30s)) << logs();
     const long long joined = ms_since(t1);
     EXPECT_LE(joined, 5000) << "a host that joined during the freeze was seen after " << joined << " ms";
     std::cout << "[ measure  ] member frozen: a host that left seen after " << left << " ms, one that joined after " << joined
@@ -101,13 +101,13 @@ TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
     REQUIRE_ETCD();
     start_cluster(3, {"dup"});
     add_agent("dup");
-    ASSERT_TRUE(eventually([&] { return ready("dup"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("dup"); }, 120s)) << logs();
     const auto first = record("dup").value();
 
     // A second agent with the same id, elsewhere (its own data dir): refuses to start, naming the first.
     temp_dir other("agents-2");
     agent_process second(other.path(), agent_config{"dup", cluster->endpoints(), creds("dup"), {}});
-    ASSERT_TRUE(eventually([&] { return !second.running(); }, 30s)) << second.log();
+    ASSERT_TRUE(poll_until([&] { return !second.running(); }, 30s)) << second.log();
     EXPECT_NE(second.exit_code(), 0);
     const std::string said = second.log();
     EXPECT_EQ(said.find("event=server_started"), std::string::npos) << "it started nothing";
@@ -119,10 +119,10 @@ TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
     // With --takeover it waits, serving nothing to the fleet, until the first leaves; then it is the host.
     temp_dir third_root("agents-3");
     agent_process third(third_root.path(), agent_config{"dup", cluster->endpoints(), with_creds("dup", {"--takeover"}), {}});
-    ASSERT_TRUE(eventually([&] { return third.log().find("event=waiting_for_host_id") != std::string::npos; }, 30s)) << third.log();
+    ASSERT_TRUE(poll_until([&] { return third.log().find("event=waiting_for_host_id") != std::string::npos; }, 30s)) << third.log();
     EXPECT_EQ(record("dup")->agent_pid, first.agent_pid);
     EXPECT_EQ(agents[0]->stop(), 0);
-    ASSERT_TRUE(eventually([&] { auto r = record("dup"); return r && r->agent_pid == third.pid() && r->server.ready; }, 120s)) << third.log();
+    ASSERT_TRUE(poll_until([&] { auto r = record("dup"); return r && r->agent_pid == third.pid() && r->server.ready; }, 120s)) << third.log();
     auto roster = json::parse(etcd->get(keys.roster_entry("dup"))->kvs.at(0).value);
     EXPECT_EQ(roster["left_at"], "") << "the roster follows the agent that holds the id now";
     EXPECT_EQ(state_in_status("dup"), "up");
@@ -132,7 +132,7 @@ TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
     third.kill_agent(record("dup")->server.pid);
     const auto t0 = steady::now();
     third.start();
-    ASSERT_TRUE(eventually([&] { auto r = etcd->get(keys.host("dup")); return r.ok() && !r->kvs.empty() && r->kvs[0].lease != lease; }, 60s))
+    ASSERT_TRUE(poll_until([&] { auto r = etcd->get(keys.host("dup")); return r.ok() && !r->kvs.empty() && r->kvs[0].lease != lease; }, 60s))
         << third.log();
     EXPECT_LT(ms_since(t0), 2000 + 10000) << "no wait for the old lease to lapse beyond the agent's start";
     EXPECT_EQ(third.log().find("host id 'dup' is held"), std::string::npos) << third.log();
@@ -145,9 +145,9 @@ TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed)
     std::filesystem::create_directories(root.path() / "b" / "models");
     std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / "b" / "models" / "solo.gguf");
     for (const char * id : {"a", "b"}) add_agent(id);
-    ASSERT_TRUE(eventually([&] { return ready("a") && ready("b"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 120s)) << logs();
     start_gateway();
-    ASSERT_TRUE(eventually([&] { return gw_state("b") == "up"; }, 30s));
+    ASSERT_TRUE(poll_until([&] { return gw_state("b") == "up"; }, 30s));
     ASSERT_TRUE(chat(base, "solo").ok());
 
     // b's agent is silenced for 30 s (frozen: to etcd the same as a cut network); its server serves on.
@@ -166,14 +166,14 @@ TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed)
     });
     ASSERT_EQ(::kill(agents[1]->pid(), SIGSTOP), 0);
     const auto frozen_at = steady::now();
-    const bool lapsed = eventually([&] { return etcd->get(keys.host("b"))->kvs.empty(); }, 20s);
-    const bool unreachable = lapsed && eventually([&] { return gw_state("b") == "unreachable" && health("b", "a") == "unreachable"; }, 10s);
+    const bool lapsed = poll_until([&] { return etcd->get(keys.host("b"))->kvs.empty(); }, 20s);
+    const bool unreachable = lapsed && poll_until([&] { return gw_state("b") == "unreachable" && health("b", "a") == "unreachable"; }, 10s);
     const std::string status_state = unreachable ? state_in_status("b") : "";
     std::this_thread::sleep_until(frozen_at + 30s);
     const std::string still = gw_state("b");
     ::kill(agents[1]->pid(), SIGCONT);
     // Back: it registers again and is up.
-    const bool back = eventually([&] { return ready("b") && gw_state("b") == "up" && health("b", "a") == "up"; }, 30s);
+    const bool back = poll_until([&] { return ready("b") && gw_state("b") == "up" && health("b", "a") == "up"; }, 30s);
     done = true;
     client.join();
     ASSERT_TRUE(lapsed) << "b's lease lapsed while its agent was silent";
@@ -191,7 +191,7 @@ TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_str
     REQUIRE_ETCD();
     start_cluster(3, {"a"});
     add_agent("a", {"--shutdown-timeout", "60", "--parallel", "4", "--ctx-size", "2048"});
-    ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
     const auto rec = record("a").value();
 
     // Four long streams, all decoding, then kill -9 of the agent.
@@ -225,7 +225,7 @@ TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_str
             if (reply.ok()) results[i].status = reply->status;
             else results[i].error = reply.err().message;
         });
-    const bool streaming = eventually([&] { return started.load() >= 4; }, 30s);
+    const bool streaming = poll_until([&] { return started.load() >= 4; }, 30s);
     agents[0]->kill_agent();
     for (auto & t : clients) t.join();
     ASSERT_TRUE(streaming);
@@ -238,7 +238,7 @@ TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_str
     }
     std::cout << "[ measure  ] kill -9 of the agent with 4 streams in flight: " << complete << " of 4 complete\n";
     // Then the drained server exits and takes no new requests.
-    EXPECT_TRUE(eventually([&] { return ::kill(rec.server.pid, 0) != 0; }, 30s)) << "the server exits once drained";
+    EXPECT_TRUE(poll_until([&] { return ::kill(rec.server.pid, 0) != 0; }, 30s)) << "the server exits once drained";
 }
 
 }  // namespace

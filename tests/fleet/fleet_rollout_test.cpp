@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "fake_github.h"
-#include "fleet/rollout_record.h"
+#include "fleet/rollout/rollout_record.h"
 #include "fleet_test_fixture.h"
 
 namespace rc::test {
@@ -43,7 +43,7 @@ class fleet_rollout : public fleet_fixture {
             e.insert(e.end(), host_env[id].begin(), host_env[id].end());
             add_agent(id, extra, e);
         }
-        ASSERT_TRUE(eventually([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
+        ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
     }
     std::optional<fleet::rollout_view> rollout() {
         auto v = fleet::read_rollout(*etcd, keys);
@@ -86,7 +86,7 @@ class fleet_rollout : public fleet_fixture {
     void expect_on_new_version(const std::string & id) {
         EXPECT_EQ(current(id), good_version) << id;
         const auto want = fs::canonical(data(id) / "versions" / good_version / "bin" / "rustycage").string();
-        EXPECT_TRUE(eventually([&] { return server_exe(id) == want && ready(id); }, 30s)) << id << " runs " << server_exe(id);
+        EXPECT_TRUE(poll_until([&] { return server_exe(id) == want && ready(id); }, 30s)) << id << " runs " << server_exe(id);
     }
     std::string rollout_logs() {
         auto r = run_rustycage({"fleet", "rollout", "status", "--etcd", cluster->endpoints()});
@@ -148,7 +148,7 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
     start_fleet();
     const auto t0 = std::chrono::steady_clock::now();
     duo_client client(*etcd);
-    ASSERT_TRUE(eventually([&] { return client.served > 0; }, 30s));
+    ASSERT_TRUE(poll_until([&] { return client.served > 0; }, 30s));
     auto up = upgrade("good", sha("good"), {"--cohort-size", "2"});
     ASSERT_EQ(up.code, 0) << up.out;
     EXPECT_NE(up.out.find("rollout ro-"), std::string::npos);
@@ -156,7 +156,7 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
     auto again = upgrade("good", sha("good"));
     EXPECT_EQ(again.code, 1);
     EXPECT_NE(again.out.find("is not finished"), std::string::npos) << again.out;
-    ASSERT_TRUE(eventually([&] { return finished(); }, 240s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return finished(); }, 240s)) << rollout_logs();
     client.stop();
     std::cerr << "[ timing ] good upgrade of 3 hosts: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
 
@@ -168,8 +168,10 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
         EXPECT_EQ(v->progress[id].step, "done") << id;
         expect_on_new_version(id);
         // The host record reports what the server runs, and the packed binary says what it was packed as.
-        EXPECT_TRUE(eventually([&] { auto r = record(id); return r && r->version == good_version; }, 30s)) << id << " reports " << record(id)->version;
-        auto packed = fleet::http_call(fleet::http_request{"GET", record(id)->openai_url + "/v1/metadata"});
+        EXPECT_TRUE(poll_until([&] { auto r = record(id); return r && r->version == good_version; }, 30s)) << id << " reports " << record(id)->version;
+        fleet::http_request metadata;
+        metadata.url = record(id)->openai_url + "/v1/metadata";
+        auto packed = fleet::http_call(metadata);
         ASSERT_TRUE(packed.ok());
         EXPECT_EQ(json::parse(packed->body).value("version", ""), good_version) << id;
     }
@@ -203,7 +205,7 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
         auto doc = json::parse(reply->body);
         return doc.contains("rollouts") && !doc["rollouts"].empty() ? doc["rollouts"][0] : json(nullptr);
     };
-    ASSERT_TRUE(eventually([&] { return console_rollout().is_object(); }, 30s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return console_rollout().is_object(); }, 30s)) << logs();
     const json shown = console_rollout();
     EXPECT_EQ(shown["id"], j["id"]);
     EXPECT_EQ(shown["state"], "done");
@@ -228,12 +230,12 @@ TEST_F(fleet_rollout, hosts_an_hour_off_either_way_and_a_short_outage_do_not_hal
     auto up = upgrade("good", sha("good"), {"--cohort-size", "2"});
     ASSERT_EQ(up.code, 0) << up.out;
     // b has written a step (stamped an hour behind): its agent and server die, and come back 7 s later.
-    ASSERT_TRUE(eventually([&] { auto s = step("b"); return !s.empty() && s != "pending" && s != "done"; }, 240s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { auto s = step("b"); return !s.empty() && s != "pending" && s != "done"; }, 240s)) << rollout_logs();
     agent("b").kill_agent(record("b")->server.pid);
     std::this_thread::sleep_for(7s);
     EXPECT_FALSE(finished()) << "the outage did not halt the rollout: " << rollout_logs();
     agent("b").start();
-    ASSERT_TRUE(eventually([&] { return finished(); }, 240s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return finished(); }, 240s)) << rollout_logs();
     auto v = rollout();
     ASSERT_TRUE(v);
     EXPECT_EQ(v->rollout.state, "done") << v->rollout.message << "\n" << rollout_logs();
@@ -257,12 +259,12 @@ TEST_F(fleet_rollout, an_artifact_signed_by_an_untrusted_key_or_unsigned_is_refu
         // This rollout by its id: "the newest" cannot tell two rollouts of the same second apart.
         const size_t at = up.out.find("rollout ro-");
         ASSERT_NE(at, std::string::npos) << up.out;
-        const std::string id = up.out.substr(at + 8, up.out.find_first_of(" \n", at + 8) - (at + 8));
+        const std::string rollout_id = up.out.substr(at + 8, up.out.find_first_of(" \n", at + 8) - (at + 8));
         auto this_one = [&] {
-            auto r = fleet::read_rollout(*etcd, keys, id);
+            auto r = fleet::read_rollout(*etcd, keys, rollout_id);
             return r.ok() ? std::optional<fleet::rollout_view>(r.value()) : std::nullopt;
         };
-        ASSERT_TRUE(eventually([&] { auto r = this_one(); return r && r->rollout.finished(); }, 120s)) << rollout_logs();
+        ASSERT_TRUE(poll_until([&] { auto r = this_one(); return r && r->rollout.finished(); }, 120s)) << rollout_logs();
         auto v = this_one();
         EXPECT_EQ(v->rollout.state, "failed");
         EXPECT_NE(v->rollout.message.find(why), std::string::npos) << v->rollout.message;
@@ -275,14 +277,14 @@ TEST_F(fleet_rollout, an_artifact_signed_by_an_untrusted_key_or_unsigned_is_refu
             EXPECT_TRUE(ready(id)) << id;
         }
         auto incs = incidents_json(cluster->endpoints(), true);
-        ASSERT_TRUE(eventually([&] { incs = incidents_json(cluster->endpoints(), true); return int(incs.size()) >= refusals; }, 30s));
+        ASSERT_TRUE(poll_until([&] { incs = incidents_json(cluster->endpoints(), true); return int(incs.size()) >= refusals; }, 30s));
         EXPECT_EQ(int(incs.size()), refusals) << "one incident per refused rollout: " << incs.dump(2);
         EXPECT_EQ(incs[0]["kind"], "rollout_refused");
     }
     // The same artifact with the lab's signature beside it goes through.
     auto up = upgrade("good", sha("good"), {"--cohort-size", "2"});
     ASSERT_EQ(up.code, 0) << up.out;
-    ASSERT_TRUE(eventually([&] { return finished(); }, 240s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return finished(); }, 240s)) << rollout_logs();
     EXPECT_EQ(rollout()->rollout.state, "done") << rollout_logs();
     for (const char * id : {"a", "b", "c"}) EXPECT_NE(agent(id).log().find("event=artifact_verified"), std::string::npos) << id;
 }
@@ -298,7 +300,7 @@ TEST_F(fleet_rollout, a_bad_build_fails_the_canary_halts_the_rollout_and_files_o
     const auto t0 = std::chrono::steady_clock::now();
     auto up = upgrade("bad", sha("bad"));
     ASSERT_EQ(up.code, 0) << up.out;
-    ASSERT_TRUE(eventually([&] { return finished(); }, 120s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return finished(); }, 120s)) << rollout_logs();
     std::cerr << "[ timing ] bad build caught: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
     auto v = rollout();
     EXPECT_EQ(v->rollout.state, "failed");
@@ -316,12 +318,12 @@ TEST_F(fleet_rollout, a_bad_build_fails_the_canary_halts_the_rollout_and_files_o
         EXPECT_FALSE(fs::exists(data(id) / "versions")) << id;
     }
     // One incident, one issue.
-    ASSERT_TRUE(eventually([&] { return gh.issues().size() == 1; }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gh.issues().size() == 1; }, 60s)) << logs();
     auto incs = incidents_json(cluster->endpoints(), true);
     ASSERT_EQ(incs.size(), 1u) << incs.dump(2);
     EXPECT_EQ(incs[0]["kind"], "smoke_test_failed");
     EXPECT_EQ(incs[0]["host"], "c");
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto all = incidents_json(cluster->endpoints(), true);
         return all.size() == 1 && all[0].contains("outbox") && all[0]["outbox"].value("state", "") == "done";
     }, 60s));
@@ -336,7 +338,7 @@ TEST_F(fleet_rollout, a_wrong_sha256_is_refused_before_anything_is_unpacked) {
     wrong[0] = wrong[0] == '0' ? '1' : '0';
     auto up = upgrade("good", wrong);
     ASSERT_EQ(up.code, 0) << up.out;
-    ASSERT_TRUE(eventually([&] { return finished(); }, 60s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return finished(); }, 60s)) << rollout_logs();
     auto v = rollout();
     EXPECT_EQ(v->rollout.state, "failed");
     EXPECT_NE(v->rollout.message.find("sha256 mismatch"), std::string::npos) << v->rollout.message;
@@ -359,16 +361,16 @@ TEST_F(fleet_rollout, the_driver_killed_mid_rollout_is_replaced_and_the_rollout_
     start_fleet();
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(upgrade("good", sha("good")).code, 0);
-    ASSERT_TRUE(eventually([&] { return step("c") == "done"; }, 120s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return step("c") == "done"; }, 120s)) << rollout_logs();
     const std::string driver = rollout()->rollout.driver;
     ASSERT_FALSE(driver.empty());
     agent(driver).kill_agent(record(driver) ? record(driver)->server.pid : 0);
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto v = rollout();
         return v && !v->rollout.driver.empty() && v->rollout.driver != driver;
     }, 30s)) << "no other agent took over driving; " << rollout_logs();
     agent(driver).start();  // the host comes back (on whatever its current link says) and takes its turn
-    ASSERT_TRUE(eventually([&] { return finished(); }, 240s)) << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return finished(); }, 240s)) << rollout_logs();
     std::cerr << "[ timing ] rollout with its driver killed: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
     EXPECT_EQ(rollout()->rollout.state, "done") << rollout_logs();
     for (const char * id : {"a", "b", "c"}) expect_on_new_version(id);
@@ -380,15 +382,15 @@ TEST_F(fleet_rollout, a_host_killed_during_its_cutover_comes_back_serving_and_th
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(upgrade("good", sha("good")).code, 0);
     std::string victim;
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         for (const char * id : {"a", "b", "c"})
             if (step(id) == "cutover") victim = id;
         return !victim.empty();
     }, 120s)) << rollout_logs();
     agent(victim).kill_agent(record(victim) ? record(victim)->server.pid : 0);
     agent(victim).start();
-    ASSERT_TRUE(eventually([&] { return ready(victim); }, 60s)) << victim << " did not come back serving; " << logs();
-    ASSERT_TRUE(eventually([&] { return finished(); }, 240s)) << "the rollout hangs; " << rollout_logs();
+    ASSERT_TRUE(poll_until([&] { return ready(victim); }, 60s)) << victim << " did not come back serving; " << logs();
+    ASSERT_TRUE(poll_until([&] { return finished(); }, 240s)) << "the rollout hangs; " << rollout_logs();
     std::cerr << "[ timing ] rollout with a host killed in cutover: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
     auto v = rollout();
     if (v->rollout.state == "done") {
@@ -397,7 +399,7 @@ TEST_F(fleet_rollout, a_host_killed_during_its_cutover_comes_back_serving_and_th
         EXPECT_EQ(v->rollout.state, "failed");
         EXPECT_FALSE(v->rollout.message.empty()) << "a halt says why";
     }
-    EXPECT_TRUE(eventually([&] { return ready(victim) && serves(record(victim)->openai_url); }, 30s));
+    EXPECT_TRUE(poll_until([&] { return ready(victim) && serves(record(victim)->openai_url); }, 30s));
     EXPECT_GE(v->progress[victim].attempts, 2) << "the host's second life accounted for the first";
 }
 

@@ -21,10 +21,10 @@
 #include "agent_process.h"
 #include "etcd_cluster.h"
 #include "etcd_tls.h"
-#include "fleet/etcd_gateway.h"
-#include "fleet/fleet_keys.h"
-#include "fleet/host_record.h"
-#include "fleet/http_transport.h"
+#include "fleet/etcd/etcd_gateway.h"
+#include "fleet/etcd/fleet_keys.h"
+#include "fleet/host/host_record.h"
+#include "fleet/etcd/http_transport.h"
 
 namespace rc::test {
 

@@ -21,28 +21,12 @@
 #include <string>
 #include <thread>
 
+#include "support/poll.h"
+#include "support/temp_dir.h"
+
 extern "C" char ** environ;
 
 namespace rc::test {
-
-class temp_dir {
-  public:
-    explicit temp_dir(const std::string & tag) {
-        std::string tmpl = (std::filesystem::temp_directory_path() / ("rc-fleet-" + tag + "-XXXXXX")).string();
-        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir &) = delete;
-    temp_dir & operator=(const temp_dir &) = delete;
-    const std::filesystem::path & path() const { return path_; }
-
-  private:
-    std::filesystem::path path_;
-};
 
 // A port nobody listens on right now, below the kernel's ephemeral range (32768+): a port picked
 // there can be taken by any outgoing connection or `bind(0)` before the member that wanted it
@@ -67,17 +51,6 @@ inline int free_port() {
         return port;
     }
     return 0;
-}
-
-// Polls `pred` every 20 ms until it holds or `deadline` passes; returns the last answer.
-template <typename F>
-bool eventually(F pred, std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
-    const auto until = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < until) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return pred();
 }
 
 // Starts argv (with envp, output appended to `log`) as a child that gets SIGKILL when the calling

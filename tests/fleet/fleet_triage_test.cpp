@@ -53,9 +53,9 @@ TEST_F(fleet_triage, a_crash_loop_is_exactly_one_issue_with_triage_fields_and_fi
     start_cluster(1);
     // a serves the triage model; b's server can never start (it preloads a model that is not there).
     add_agent("a", triager_flags({"--triage-model", "tiny"}), env());
-    ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
     add_agent("b", triager_flags({"--preload", "missing-model"}), env());
-    ASSERT_TRUE(eventually([&] { return gh.issues().size() == 1; }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gh.issues().size() == 1; }, 120s)) << logs();
     auto issue = gh.issues()[0];
     EXPECT_NE(issue.body.find("`crash_loop`"), std::string::npos) << issue.body;
     EXPECT_NE(issue.body.find("**Severity:** "), std::string::npos);
@@ -78,7 +78,7 @@ TEST_F(fleet_triage, a_crash_loop_is_exactly_one_issue_with_triage_fields_and_fi
     ASSERT_EQ(etcd->get(keys.issue(fp))->kvs.size(), 1u);
     // The loop goes on (b keeps restarting) but is one incident, one issue, no comments.
     const int restarts = record("b")->server.restarts;
-    ASSERT_TRUE(eventually([&] { auto r = record("b"); return r && r->server.restarts >= restarts + 2; }, 60s));
+    ASSERT_TRUE(poll_until([&] { auto r = record("b"); return r && r->server.restarts >= restarts + 2; }, 60s));
     EXPECT_EQ(gh.issues().size(), 1u);
     EXPECT_TRUE(gh.issues()[0].comments.empty());
     EXPECT_EQ(gh.calls("POST", "/issues").size(), 1u);
@@ -91,20 +91,20 @@ TEST_F(fleet_triage, the_same_fault_three_times_is_one_issue_and_two_comments) {
     start_cluster(1, {"a"});
     add_agent("a", triager_flags(), env());
     for (int i = 0; i < 3; ++i) {
-        ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
+        ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
         const int pid = record("a").value_or(fleet::host_record{}).server.pid;
         ASSERT_GT(pid, 0);
         ASSERT_EQ(kill(pid, SIGSEGV), 0);
-        ASSERT_TRUE(eventually([&] { auto r = record("a"); return r && r->server.pid != pid; }, 60s)) << logs();
+        ASSERT_TRUE(poll_until([&] { auto r = record("a"); return r && r->server.pid != pid; }, 60s)) << logs();
     }
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto is = gh.issues();
         return is.size() == 1 && is[0].comments.size() == 2;
     }, 120s)) << logs();
     auto issue = gh.issues()[0];
     EXPECT_NE(issue.body.find("signal 11"), std::string::npos) << issue.body;
     EXPECT_NE(issue.body.find("Triaged by rules, not by a model: no triage model is configured"), std::string::npos) << issue.body;
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto all = outbox_all();
         return all.size() == 3 && std::all_of(all.begin(), all.end(), [](const json & e) { return e["state"] == "done"; });
     }, 30s)) << "GitHub has the comment before the outbox says done";
@@ -121,9 +121,9 @@ TEST_F(fleet_triage, github_failing_for_a_while_is_filed_later_once) {
     start_cluster(1, {"a"});
     gh.fail_for(5s, 500);
     add_agent("a", triager_flags({"--preload", "missing-model"}), env());
-    ASSERT_TRUE(eventually([&] { return gh.calls().size() >= 2; }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gh.calls().size() >= 2; }, 60s)) << logs();
     gh.rate_limit_next(1, 3);
-    ASSERT_TRUE(eventually([&] { return gh.issues().size() == 1; }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gh.issues().size() == 1; }, 120s)) << logs();
     auto calls = gh.calls();
     size_t limited = calls.size();
     for (size_t i = 0; i < calls.size(); ++i)
@@ -148,9 +148,9 @@ TEST_F(fleet_triage, a_triager_killed_mid_filing_is_replaced_and_nothing_is_file
     start_cluster(1);
     add_agent("a", triager_flags(), env());
     add_agent("b", triager_flags(), env());
-    ASSERT_TRUE(eventually([&] { return ready("a") && ready("b"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 120s)) << logs();
     std::string leader;
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto l = etcd->leader(keys.triager_election());
         if (!l.ok() || !l->has_value()) return false;
         leader = (*l)->value;
@@ -159,7 +159,7 @@ TEST_F(fleet_triage, a_triager_killed_mid_filing_is_replaced_and_nothing_is_file
     // GitHub will create the issue and then take 4 s to say so: the leader is killed in between.
     gh.delay_writes(4s);
     add_agent("c", {"--preload", "missing-model"});
-    ASSERT_TRUE(eventually([&] { return gh.issues().size() == 1; }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gh.issues().size() == 1; }, 60s)) << logs();
     agent_process & dying = leader == "a" ? *agents[0] : *agents[1];
     const std::string heir = leader == "a" ? "b" : "a";
     dying.kill_agent(record(leader)->server.pid);
@@ -168,7 +168,7 @@ TEST_F(fleet_triage, a_triager_killed_mid_filing_is_replaced_and_nothing_is_file
     ASSERT_EQ(entries.size(), 1u);
     const std::string id = entries[0]["incident"];
     EXPECT_EQ(entries[0]["state"], "filing") << "killed between GitHub's create and the outbox's done";
-    ASSERT_TRUE(eventually([&] { return outbox(id)["state"] == "done"; }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return outbox(id)["state"] == "done"; }, 60s)) << logs();
     json done = outbox(id);
     EXPECT_EQ(done["filing"]["by"], heir);
     EXPECT_EQ(done["result"]["action"], "created") << "found by its marker, not filed again";

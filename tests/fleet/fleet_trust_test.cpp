@@ -32,9 +32,9 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
 
     // The documented setup: auth on, roles and users; a second run changes nothing and succeeds.
     const std::string log = (pki->dir() / "setup.log").string();
-    const std::vector<std::string> args = {"--agent", "a:" + password_file("a"), "--agent", "b:" + password_file("b")};
-    ASSERT_EQ(run_setup(args, log), 0) << slurp(log);
-    ASSERT_EQ(run_setup(args, log), 0) << slurp(log);
+    const std::vector<std::string> setup_args = {"--agent", "a:" + password_file("a"), "--agent", "b:" + password_file("b")};
+    ASSERT_EQ(run_setup(setup_args, log), 0) << slurp(log);
+    ASSERT_EQ(run_setup(setup_args, log), 0) << slurp(log);
 
     fleet::etcd_gateway agent_a(as("a")), viewer(as("viewer")), ops(as("ops")), admin(as("root"));
     // An agent writes what is its own and the driver's plan; nothing of another host's, and never a
@@ -76,7 +76,7 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
     // gateway read the fleet with theirs.
     agents.push_back(std::make_unique<agent_process>(root.path(), agent_config{"a", cluster->endpoints(), creds("a"), {}}));
     etcd = std::make_unique<fleet::etcd_gateway>(as("viewer"));
-    ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
     auto status = run_rustycage([&] {
         std::vector<std::string> args = {"fleet", "status", "--json", "--etcd", cluster->endpoints()};
         for (auto & c : creds("viewer")) args.push_back(c);
@@ -88,7 +88,7 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
     EXPECT_NE(plain.code, 0) << "no client certificate, no fleet: " << plain.out;
     fleet::http_request console;
     console.url = record("a")->openai_url + "/v1/console/fleet";
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto r = fleet::http_call(console);
         return r.ok() && r->ok() && r->body.find("\"id\":\"a\"") != std::string::npos;
     }, 30s)) << "the console reads the fleet with the agent's credentials";
@@ -98,14 +98,14 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
     listen.openai_port = 0;
     listen.ollama_port = 0;
     ASSERT_TRUE(gw->start(listen).ok());
-    ASSERT_TRUE(eventually([&] { return gw->context().hosts.state_of("a") == "up"; }, 30s)) << gw->context().hosts.to_json().dump();
+    ASSERT_TRUE(poll_until([&] { return gw->context().hosts.state_of("a") == "up"; }, 30s)) << gw->context().hosts.to_json().dump();
     EXPECT_TRUE(serves("http://127.0.0.1:" + std::to_string(gw->openai_port()))) << "a request through the gateway";
 
     // etcd restarts: the tokens it gave are void; every client buys a new one by itself.
     const int64_t rev = etcd->get(keys.host("a"))->kvs.at(0).mod_revision;
     for (size_t i = 0; i < cluster->size(); ++i) cluster->kill_member(i);
     for (size_t i = 0; i < cluster->size(); ++i) cluster->restart_member(i);
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         auto r = etcd->get(keys.host("a"));
         return r.ok() && !r->kvs.empty() && r->kvs[0].mod_revision > rev;
     }, 60s)) << "the viewer reads again and the agent writes its record again\n" << logs();
@@ -145,12 +145,12 @@ TEST_F(fleet_trust, no_secret_reaches_a_record_an_incident_an_issue_a_page_or_a_
                                                                                {"GITHUB_TOKEN=" + gh_token, "GITHUB_API_URL=" + gh.url(), "HF_TOKEN=" + hf_token}}));
     fleet::etcd_gateway admin(as("root"));
     etcd = std::make_unique<fleet::etcd_gateway>(as("viewer"));
-    ASSERT_TRUE(eventually([&] { return ready("a"); }, 120s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
     ASSERT_NE(agents[0]->log().find("[redacted]"), std::string::npos) << "the server's output went through the agent";
     // The server crashes: an incident with its log tail, filed as an issue.
     ASSERT_EQ(::kill(record("a")->server.pid, SIGKILL), 0);
-    ASSERT_TRUE(eventually([&] { return gh.issues().size() == 1; }, 90s)) << logs();
-    ASSERT_TRUE(eventually([&] { return ready("a"); }, 60s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return gh.issues().size() == 1; }, 90s)) << logs();
+    ASSERT_TRUE(poll_until([&] { return ready("a"); }, 60s)) << logs();
 
     std::vector<std::pair<std::string, std::string>> seen;  // where, text
     auto all = admin.get_prefix(keys.prefix);

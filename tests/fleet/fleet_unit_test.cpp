@@ -2,14 +2,14 @@
 // text, rate-limit delays, the etcd gateway's codecs.
 #include <gtest/gtest.h>
 
-#include "fleet/etcd_gateway.h"
-#include "fleet/fleet_incident.h"
-#include "fleet/fleet_keys.h"
-#include "fleet/fleet_view.h"
-#include "fleet/github_client.h"
-#include "fleet/host_record.h"
-#include "fleet/server_probe.h"
-#include "fleet/triage.h"
+#include "fleet/etcd/etcd_gateway.h"
+#include "fleet/incidents/fleet_incident.h"
+#include "fleet/etcd/fleet_keys.h"
+#include "fleet/view/fleet_view.h"
+#include "fleet/incidents/github_client.h"
+#include "fleet/host/host_record.h"
+#include "fleet/host/server_probe.h"
+#include "fleet/incidents/triage.h"
 
 #include <cpp-httplib/httplib.h>
 #include <thread>

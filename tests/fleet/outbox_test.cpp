@@ -5,8 +5,8 @@
 
 #include "fake_etcd.h"
 #include "fake_github.h"
-#include "fleet/incident_publisher.h"
-#include "fleet/outbox.h"
+#include "fleet/incidents/incident_publisher.h"
+#include "fleet/incidents/outbox.h"
 #include "fleet_test_util.h"
 #include "store/timestamps.h"
 

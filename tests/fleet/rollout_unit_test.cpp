@@ -11,12 +11,12 @@
 #include <thread>
 
 #include "fake_etcd.h"
-#include "fleet/artifact_signature.h"
-#include "fleet/rollout_artifact.h"
-#include "fleet/rollout_host.h"
-#include "fleet/rollout_plan.h"
-#include "fleet/rollout_slots.h"
-#include "fleet/supervisor.h"
+#include "fleet/rollout/artifact_signature.h"
+#include "fleet/rollout/rollout_artifact.h"
+#include "fleet/rollout/rollout_host.h"
+#include "fleet/rollout/rollout_plan.h"
+#include "fleet/rollout/rollout_slots.h"
+#include "fleet/host/supervisor.h"
 #include "fleet_test_util.h"
 #include "store/timestamps.h"
 #include "util/sha256.h"
@@ -340,10 +340,10 @@ TEST(supervisor, restart_with_drains_the_child_and_starts_the_new_argv_as_a_plan
         events.push_back(e);
     });
     std::thread t([&] { s.run(); });
-    ASSERT_TRUE(test::eventually([&] { return !s.tail(1).empty() && s.tail(1)[0] == "one"; }, 30s));
+    ASSERT_TRUE(test::poll_until([&] { return !s.tail(1).empty() && s.tail(1)[0] == "one"; }, 30s));
     const auto first = s.snapshot();
     s.restart_with({"/bin/sh", "-c", "echo two; exec sleep 60"});
-    ASSERT_TRUE(test::eventually([&] { return !s.tail(1).empty() && s.tail(1)[0] == "two"; }, 5s)) << "no backoff before the new argv";
+    ASSERT_TRUE(test::poll_until([&] { return !s.tail(1).empty() && s.tail(1)[0] == "two"; }, 5s)) << "no backoff before the new argv";
     EXPECT_EQ(s.snapshot().generation, first.generation + 1);
     EXPECT_NE(s.snapshot().pid, first.pid);
     EXPECT_NE(kill(first.pid, 0), 0) << "the old child was drained";

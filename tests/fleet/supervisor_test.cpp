@@ -8,14 +8,14 @@
 #include <set>
 #include <thread>
 
-#include "fleet/supervisor.h"
+#include "fleet/host/supervisor.h"
 #include "fleet_test_util.h"
 
 namespace rc::fleet {
 namespace {
 
 using namespace std::chrono_literals;
-using test::eventually;
+using test::poll_until;
 
 struct recorder {
     std::mutex mu;
@@ -50,11 +50,11 @@ TEST(supervisor, starts_that_never_get_ready_are_one_crash_loop) {
     recorder rec;
     supervisor s(sh("echo 'error: cannot preload tiny'; exit 3"), std::ref(rec));
     std::thread t([&] { s.run(); });
-    ASSERT_TRUE(eventually([&] { return rec.count(supervisor_event::kind::exited) >= 5; }, 30s));
+    ASSERT_TRUE(poll_until([&] { return rec.count(supervisor_event::kind::exited) >= 5; }, 30s));
     // Once in the loop its retries start and back off, but peers see crash_loop throughout.
-    const size_t seen = rec.count(supervisor_event::kind::exited);
+    const auto seen = rec.count(supervisor_event::kind::exited);
     std::set<std::string> states;
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(poll_until([&] {
         states.insert(s.snapshot().state);
         return rec.count(supervisor_event::kind::exited) >= seen + 2;
     }, 30s));
@@ -94,13 +94,13 @@ TEST(supervisor, a_ready_child_that_crashes_is_restarted_and_says_how_it_died) {
     const std::string url = "http://127.0.0.1:" + std::to_string(port);
     supervisor s(sh("echo \"rustycage listening openai=" + url + " ollama=" + url + " models=/x\"; exec sleep 60"), std::ref(rec));
     std::thread t([&] { s.run(); });
-    ASSERT_TRUE(eventually([&] { return rec.count(supervisor_event::kind::ready) == 1; }, 30s));
+    ASSERT_TRUE(poll_until([&] { return rec.count(supervisor_event::kind::ready) == 1; }, 30s));
     EXPECT_EQ(s.snapshot().state, "ready");
     EXPECT_EQ(s.snapshot().openai_url, url);
     const int pid = s.snapshot().pid;
     ASSERT_GT(pid, 0);
     kill(pid, SIGSEGV);
-    ASSERT_TRUE(eventually([&] { return rec.count(supervisor_event::kind::ready) == 2; }, 30s)) << "restarted and ready again";
+    ASSERT_TRUE(poll_until([&] { return rec.count(supervisor_event::kind::ready) == 2; }, 30s)) << "restarted and ready again";
     EXPECT_NE(s.snapshot().pid, pid);
     bool saw = false;
     for (const auto & e : rec.all()) {
@@ -129,7 +129,7 @@ TEST(supervisor, a_child_that_ignores_sigterm_is_killed_after_the_drain_timeout)
     o.drain_timeout = 500ms;
     supervisor s(o, std::ref(rec));
     std::thread t([&] { s.run(); });
-    ASSERT_TRUE(eventually([&] { return !s.tail(1).empty() && s.tail(1)[0] == "started"; }, 30s));
+    ASSERT_TRUE(poll_until([&] { return !s.tail(1).empty() && s.tail(1)[0] == "started"; }, 30s));
     const int pid = s.snapshot().pid;
     const auto t0 = std::chrono::steady_clock::now();
     s.stop();

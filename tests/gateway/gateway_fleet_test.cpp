@@ -10,7 +10,7 @@
 
 #include <cpp-httplib/httplib.h>
 
-#include "fleet/server_probe.h"
+#include "fleet/host/server_probe.h"
 #include "fleet_test_fixture.h"
 #include "gateway/gateway_server.h"
 
@@ -43,7 +43,7 @@ class gateway_fleet : public fleet_fixture {
         std::filesystem::create_directories(root.path() / "h3" / "models");
         std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / "h3" / "models" / "solo.gguf");
         for (const char * id : {"h1", "h2", "h3"}) add_agent(id);
-        ASSERT_TRUE(eventually([&] { return ready("h1") && ready("h2") && ready("h3"); }, 90s)) << logs();
+        ASSERT_TRUE(poll_until([&] { return ready("h1") && ready("h2") && ready("h3"); }, 90s)) << logs();
         for (const char * id : {"h1", "h2", "h3"}) ASSERT_TRUE(serves(record(id)->openai_url)) << id << " loads and serves tiny";
 
         gateway::gateway_options o;
@@ -56,7 +56,7 @@ class gateway_fleet : public fleet_fixture {
         listen.ollama_port = 0;
         ASSERT_TRUE(gw->start(listen).ok());
         base = "http://127.0.0.1:" + std::to_string(gw->openai_port());
-        ASSERT_TRUE(eventually([&] { return up_hosts() == 3; }, 30s)) << gw->context().hosts.to_json().dump();
+        ASSERT_TRUE(poll_until([&] { return up_hosts() == 3; }, 30s)) << gw->context().hosts.to_json().dump();
     }
     void TearDown() override {
         if (gw) gw->stop();
@@ -194,7 +194,7 @@ TEST_F(gateway_fleet, a_cached_prefix_is_routed_to_its_host_and_a_hot_one_spread
             if (end.ok()) hosts[i] = end->header("X-Rustycage-Host");
             if (first) ++started;
         });
-        ASSERT_TRUE(eventually([&] { return started.load() > i; }, 60s));
+        ASSERT_TRUE(poll_until([&] { return started.load() > i; }, 60s));
     }
     for (auto & t : streams) t.join();
     std::map<std::string, int> by_host;
@@ -223,7 +223,7 @@ TEST_F(gateway_fleet, a_host_that_dies_before_answering_is_retried_elsewhere_and
 
     std::optional<result<fleet::http_reply>> answer;
     std::thread client([&] { answer = post("/v1/chat/completions", chat_body("tiny", conversation, 2), 120s); });
-    const bool waited_on_h1 = eventually([&] {
+    const bool waited_on_h1 = poll_until([&] {
         auto h = gw->context().hosts.host("h1");
         return h && h->inflight == 1;
     }, 20s);
@@ -239,7 +239,7 @@ TEST_F(gateway_fleet, a_host_that_dies_before_answering_is_retried_elsewhere_and
 
     // Now h1 dies for good (agent and server): once its lease expires it is down and gets nothing.
     agents[0]->kill_agent(server_pid("h1"));
-    ASSERT_TRUE(eventually([&] { return state("h1") == "down"; }, 30s)) << gw->context().hosts.to_json().dump();
+    ASSERT_TRUE(poll_until([&] { return state("h1") == "down"; }, 30s)) << gw->context().hosts.to_json().dump();
     const double h1_before = routed("h1");
     for (int i = 0; i < 6; ++i) {
         auto r = post("/v1/chat/completions", chat_body("tiny", "after " + std::to_string(i), 2));
@@ -319,7 +319,7 @@ TEST_F(gateway_fleet, a_host_record_not_written_by_an_agent_never_receives_a_req
     ASSERT_TRUE(admin.put(keys.host("fake"), fake("fake")).ok());  // by hand: on no lease
     const int64_t lease = admin.grant(60s).value();
     ASSERT_TRUE(admin.put(keys.host("mallory"), fake("h1"), lease).ok());  // names another host
-    ASSERT_TRUE(eventually([&] { return gw->context().hosts.host("fake") && gw->context().hosts.host("mallory"); }, 30s))
+    ASSERT_TRUE(poll_until([&] { return gw->context().hosts.host("fake") && gw->context().hosts.host("mallory"); }, 30s))
         << "the gateway saw both writes";
     EXPECT_FALSE(gw->context().hosts.host("fake")->routable());
     EXPECT_FALSE(gw->context().hosts.host("mallory")->routable());
@@ -333,7 +333,7 @@ TEST_F(gateway_fleet, a_host_record_not_written_by_an_agent_never_receives_a_req
     EXPECT_EQ(trapped->status, 404) << "only the fake records have it: " << trapped->body;
     // Nor do the agents probe it as a peer.
     for (const char * id : {"h1", "h2", "h3"})
-        ASSERT_TRUE(eventually([&] { return agents_log_has(id, "host_record_ignored"); }, 30s)) << id << " saw both writes";
+        ASSERT_TRUE(poll_until([&] { return agents_log_has(id, "host_record_ignored"); }, 30s)) << id << " saw both writes";
     std::lock_guard lock(mu);
     EXPECT_EQ(hits.load(), 0) << "the address in a record no agent wrote got requests:\n" << what;
     trap.stop();

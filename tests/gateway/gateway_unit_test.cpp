@@ -10,6 +10,7 @@
 #include "gateway/request_shape.h"
 #include "gateway/route_planner.h"
 #include "gateway/upstream_call.h"
+#include "store/model_name.h"
 
 using namespace rc;
 using namespace rc::gateway;
@@ -175,9 +176,10 @@ TEST(request_shape, reads_model_lookup_body_and_a_canonical_text_with_the_prefix
     // Nested beyond the hosts' depth bound: refused here, never forwarded.
     const std::string deep = R"({"model":"tiny","messages":)" + std::string(200, '[') + std::string(200, ']') + "}";
     EXPECT_FALSE(shape_request("POST", "/v1/chat/completions", deep, {}).ok());
-    EXPECT_TRUE(same_model("tiny", "tiny:latest"));
-    EXPECT_TRUE(same_model("tiny.gguf", "tiny"));
-    EXPECT_FALSE(same_model("tiny", "tiny:q8"));
+    EXPECT_TRUE(store::same_model_name("tiny", "tiny:latest"));
+    EXPECT_TRUE(store::same_model_name("tiny.gguf", "tiny"));
+    EXPECT_FALSE(store::same_model_name("tiny", "tiny:q8"));
+    EXPECT_FALSE(store::same_model_name(":latest", "")) << "a name that is only the suffix keeps it";
 }
 
 TEST(prefix_index, remembers_which_host_was_sent_a_prefix_and_forgets_least_recent_first) {

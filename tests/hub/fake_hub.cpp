@@ -50,17 +50,6 @@ std::string read_file(const fs::path & p) {
 
 std::string sha256_hex(const std::string & data) { return to_hex(sha256_of(data)); }
 
-temp_dir::temp_dir(const std::string & tag) {
-    std::string tmpl = (fs::temp_directory_path() / ("rc-hub-" + tag + "-XXXXXX")).string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-}
-
-temp_dir::~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-}
-
 namespace {
 
 struct reply {

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
+
 namespace rc::test {
 
 // n deterministic pseudo-random bytes (xorshift): distinct per seed, incompressible, reproducible.
@@ -16,19 +18,6 @@ std::string pseudo_random_bytes(size_t n, uint64_t seed);
 void write_file(const std::filesystem::path & p, const std::string & data);
 std::string read_file(const std::filesystem::path & p);
 std::string sha256_hex(const std::string & data);
-
-// A fresh directory under the system temp dir, removed with everything in it on destruction.
-class temp_dir {
-  public:
-    explicit temp_dir(const std::string & tag);
-    ~temp_dir();
-    temp_dir(const temp_dir &) = delete;
-    temp_dir & operator=(const temp_dir &) = delete;
-    const std::filesystem::path & path() const { return path_; }
-
-  private:
-    std::filesystem::path path_;
-};
 
 class fake_hub {
   public:

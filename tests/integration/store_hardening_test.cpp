@@ -98,7 +98,9 @@ TEST_F(store_hardening, nested_parameters_are_refused_and_nothing_is_written) {
         auto r = post("/api/create", {{"model", "deep"}, {"from", "demo"}, {"stream", false}, {"parameters", {{"temperature", nested(depth)}}}});
         ASSERT_TRUE(r);
         EXPECT_EQ(r->status, 400) << r->body;
-        if (depth == 2) EXPECT_NE(r->body.find("parameters.temperature"), std::string::npos) << r->body;
+        if (depth == 2) {
+            EXPECT_NE(r->body.find("parameters.temperature"), std::string::npos) << r->body;
+        }
     }
     EXPECT_EQ(files_under(models_dir()), before);
     EXPECT_EQ(post("/api/show", {{"model", "deep"}})->status, 404);

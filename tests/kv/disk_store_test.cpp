@@ -279,7 +279,9 @@ TEST_F(disk_store_test, a_fifo_or_symlink_in_place_of_a_block_is_corrupt_and_nev
 
     // Planted before a start: dropped when the store opens, without waiting either.
     fs::path planted = one.parent_path() / (one.stem().string() + ".kvb");
-    if (!fs::exists(planted)) ASSERT_EQ(::mkfifo(planted.c_str(), 0644), 0);
+    if (!fs::exists(planted)) {
+        ASSERT_EQ(::mkfifo(planted.c_str(), 0644), 0);
+    }
     auto again = disk_store::open(dir, 1 << 20, identity());
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again.value()->count(), 0u);

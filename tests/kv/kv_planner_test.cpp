@@ -138,7 +138,9 @@ TEST(kv_planner, shared_prefix_blocks_go_last) {
     auto small = p.planner.plan_room({56, false}, p.views);
     ASSERT_TRUE(small.ok);
     for (auto & t : small.trims) {
-        if (t.handle == 1 || t.handle == 2) EXPECT_GE(t.keep, 32) << "handle " << t.handle;
+        if (t.handle == 1 || t.handle == 2) {
+            EXPECT_GE(t.keep, 32) << "handle " << t.handle;
+        }
     }
 }
 

@@ -23,11 +23,14 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.h"
+
 extern char ** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
+using rc::test::temp_dir;
 
 struct run_result {
     int exit_code = -1;
@@ -42,29 +45,6 @@ std::string read_file(const fs::path & path) {
     in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return bytes;
 }
-
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents.
-class temp_dir {
-public:
-    temp_dir() {
-        const char * base = std::getenv("TMPDIR");
-        std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/mkmodel_test.XXXXXX";
-        if (::mkdtemp(templ.data()) == nullptr) {
-            throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
-        }
-        path_ = templ;
-    }
-    temp_dir(const temp_dir &) = delete;
-    temp_dir & operator=(const temp_dir &) = delete;
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path & path() const { return path_; }
-
-private:
-    fs::path path_;
-};
 
 struct model_deleter {
     void operator()(llama_model * m) const { llama_model_free(m); }
@@ -288,7 +268,7 @@ protected:
     }
 
 private:
-    temp_dir dir_;
+    temp_dir dir_{"mkmodel"};
     int runs_ = 0;
 };
 

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "models/model_manager.h"
 #include "models/quarantine.h"
+#include "store/incident_log.h"
 #include "support/backend_threads.h"
 #include "support/model_dir.h"
 #include "support/poll.h"
@@ -233,6 +235,26 @@ TEST_F(manager_test, concurrent_requests_share_one_load) {
     EXPECT_EQ(leases_of(*m, "demo"), 4);
     leases.clear();
     EXPECT_EQ(leases_of(*m, "demo"), 0);
+}
+
+// A model that fails to load is an incident in the store's log, the structured source a fleet agent
+// forwards (never a log line it would have to parse); a model that loads leaves none.
+TEST_F(manager_test, a_model_that_fails_to_load_is_an_incident_in_the_store_log) {
+    test::model_dir dir(std::vector<std::pair<std::string, std::string>>{{"demo", "tiny-chat"}});
+    {
+        std::ofstream broken(dir.path() / "broken.gguf", std::ios::binary);
+        broken << "GGUF" << std::string(4096, '\x7f');  // the magic, then nothing a reader can parse
+    }
+    auto m = std::make_unique<model_manager>(local_catalog(dir.path()), engine_opts(), llama::model_load_options{}, manager_options{});
+    auto r = m->acquire("broken");
+    ASSERT_FALSE(r.ok());
+    auto incidents = store::incident_log::in_store(dir.path()).list(10);
+    ASSERT_EQ(incidents.size(), 1u);
+    EXPECT_EQ(incidents[0].kind, "model_load_failed");
+    EXPECT_EQ(incidents[0].model, "broken");
+    EXPECT_EQ(incidents[0].reason, r.err().message);
+    ASSERT_TRUE(m->acquire("demo").ok());
+    EXPECT_EQ(store::incident_log::in_store(dir.path()).list(10).size(), 1u) << "a load that succeeds records nothing";
 }
 
 // The quarantine's test generation computes graphs on the caller's thread's behalf (a pull worker, an

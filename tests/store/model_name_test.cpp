@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 using rc::store::model_name;
+using rc::store::same_model_name;
+using rc::store::short_model_name;
 
 namespace {
 
@@ -136,4 +138,18 @@ TEST(model_name, error_messages_are_bounded_and_printable) {
     EXPECT_NE(ctl.err().message.find("\\x01"), std::string::npos) << ctl.err().message;
 }
 
+// The one rule of served-name equivalence (the server's catalog, the fleet and the gateway use it).
+TEST(model_name, served_names_equal_up_to_latest_and_gguf) {
+    EXPECT_EQ(short_model_name("demo:latest"), "demo");
+    EXPECT_EQ(short_model_name("demo.gguf"), "demo");
+    EXPECT_EQ(short_model_name("demo.gguf:latest"), "demo");
+    EXPECT_EQ(short_model_name("hf.co/o/r:Q4_K_M"), "hf.co/o/r:Q4_K_M");
+    EXPECT_EQ(short_model_name(":latest"), ":latest") << "a name that is only the suffix keeps it";
+    EXPECT_TRUE(same_model_name("demo", "demo:latest"));
+    EXPECT_TRUE(same_model_name("demo.gguf", "demo:latest"));
+    EXPECT_FALSE(same_model_name("demo", "demo:v2"));
+    EXPECT_FALSE(same_model_name("demo", "demo2"));
+}
+
 }  // namespace
+
