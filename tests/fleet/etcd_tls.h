@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace rc::test {
@@ -24,13 +25,22 @@ class test_pki {
     std::filesystem::path cert(const std::string & name) const { return dir_ / (name + ".pem"); }
     std::filesystem::path key(const std::string & name) const { return dir_ / (name + ".key"); }
     const std::filesystem::path & dir() const { return dir_; }
+    std::string log() const {
+        std::ifstream in(dir_ / "openssl.log");
+        return {std::istreambuf_iterator<char>(in), {}};
+    }
 
   private:
-    // Issued a day back (with faketime, which scripts/setup.sh installs): a host whose clock runs
-    // behind — the rollout tests skew agents by an hour — still finds the certificates valid.
+    // Issued a day back (with libfaketime, which scripts/setup.sh installs): a host whose clock runs
+    // behind — the rollout tests skew agents by an hour — still finds the certificates valid. The
+    // library is preloaded directly: the `faketime` wrapper keeps a shared-memory segment named by
+    // its pid, and one leaked by a killed wrapper makes a later wrapper with that pid fail.
+    // openssl's output goes to openssl.log, which the failure message of a test can show.
     bool run(const std::string & cmd) const {
-        static const bool backdate = std::system("command -v faketime >/dev/null 2>&1") == 0;
-        return std::system(("cd '" + dir_.string() + "' && " + (backdate ? "faketime -f -1d " : "") + cmd + " >/dev/null 2>&1").c_str()) == 0;
+        static const std::string lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+        static const bool backdate = std::filesystem::exists(lib);
+        const std::string prefix = backdate ? "LD_PRELOAD=" + lib + " FAKETIME=-1d " : "";
+        return std::system(("cd '" + dir_.string() + "' && " + prefix + cmd + " >>openssl.log 2>&1").c_str()) == 0;
     }
     bool issue(const std::string & name, const std::string & ext, const std::string & subject) {
         std::ofstream(dir_ / (name + ".ext")) << ext << "\n";

@@ -26,7 +26,7 @@ const std::string & this_backend() {
 
 TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
     REQUIRE_ETCD();
-    start_cluster(3);
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3));
     for (const char * id : {"a", "b", "c"}) add_agent(id);
     ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
 
@@ -110,7 +110,7 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
 
 TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register) {
     REQUIRE_ETCD();
-    start_cluster(3);
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3));
     for (const char * id : {"a", "b", "c"}) add_agent(id);
     ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b") && ready("c"); }, 120s)) << logs();
     std::map<std::string, std::string> urls;
@@ -169,7 +169,7 @@ TEST_F(fleet_agents, etcd_outages_never_stop_the_servers_and_agents_re_register)
 
 TEST_F(fleet_agents, a_model_that_fails_its_quarantine_is_an_incident_on_every_host) {
     REQUIRE_ETCD();
-    start_cluster(3, {"a", "b"});
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3, {"a", "b"}));
     for (const char * id : {"a", "b"}) add_agent(id);
     ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 120s)) << logs();
 

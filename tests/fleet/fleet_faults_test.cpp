@@ -60,7 +60,7 @@ class fleet_faults : public fleet_fixture {
 
 TEST_F(fleet_faults, a_frozen_etcd_member_does_not_freeze_membership) {
     REQUIRE_ETCD();
-    start_cluster(3);
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3));
     for (const char * id : {"a", "b"}) add_agent(id);
     ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 120s)) << logs();
     start_gateway();
@@ -99,7 +99,7 @@ TEST_F(fleet_faults, a_frozen_etcd_member_does_not_freeze_membership) {
 
 TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
     REQUIRE_ETCD();
-    start_cluster(3, {"dup"});
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3, {"dup"}));
     add_agent("dup");
     ASSERT_TRUE(poll_until([&] { return ready("dup"); }, 120s)) << logs();
     const auto first = record("dup").value();
@@ -140,7 +140,7 @@ TEST_F(fleet_faults, a_duplicate_host_id_is_refused_or_waits_with_takeover) {
 
 TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed) {
     REQUIRE_ETCD();
-    start_cluster(3, {"a", "b"});
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3, {"a", "b"}));
     // b alone serves "solo": a request for it can only succeed on b.
     std::filesystem::create_directories(root.path() / "b" / "models");
     std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / "b" / "models" / "solo.gguf");
@@ -189,7 +189,7 @@ TEST_F(fleet_faults, an_agent_cut_off_from_etcd_is_unreachable_and_still_routed)
 
 TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_streams) {
     REQUIRE_ETCD();
-    start_cluster(3, {"a"});
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3, {"a"}));
     add_agent("a", {"--shutdown-timeout", "60", "--parallel", "4", "--ctx-size", "2048"});
     ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
     const auto rec = record("a").value();

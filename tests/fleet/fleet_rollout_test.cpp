@@ -33,7 +33,7 @@ class fleet_rollout : public fleet_fixture {
     // Three hosts: a and b serve `duo` (and tiny), c only tiny. `host_env`: more environment for one host.
     void start_fleet(std::vector<std::string> extra = {}, std::vector<std::string> env = {},
                      std::map<std::string, std::vector<std::string>> host_env = {}) {
-        start_cluster(3);
+        ASSERT_NO_FATAL_FAILURE(start_cluster(3));
         extra.insert(extra.end(), {"--rollout-ready-timeout", "15s", "--trusted-keys", std::string(RC_ROLLOUT_ARTIFACTS) + "/trusted.pem"});
         for (const char * id : {"a", "b", "c"}) {
             fs::create_directories(root.path() / id / "models");

@@ -33,7 +33,8 @@ namespace rc::test {
 
 class fleet_fixture : public ::testing::Test {
   protected:
-    // `members` etcd members over TLS; with `auth`, authentication on and the roles of root, ops,
+    // `members` etcd members over TLS (call it inside ASSERT_NO_FATAL_FAILURE: a test must stop
+    // when the cluster could not be made); with `auth`, authentication on and the roles of root, ops,
     // viewer and the agents `agent_ids` (each also a triager) made by the documented script (else
     // the test runs it itself). Every etcdctl call of the script costs: name only the agents used.
     void start_cluster(int members, const std::vector<std::string> & agent_ids = {"a", "b", "c"}, bool auth = true) {
@@ -41,7 +42,7 @@ class fleet_fixture : public ::testing::Test {
             GTEST_FAIL() << "etcdctl and openssl are needed: scripts/setup.sh installs etcd-client";
         certs = std::make_unique<temp_dir>("pki");
         pki = std::make_unique<test_pki>(certs->path());
-        ASSERT_TRUE(pki->ok() && pki->client("client")) << "openssl could not make the test certificates";
+        ASSERT_TRUE(pki->ok() && pki->client("client")) << "openssl could not make the test certificates:\n" << pki->log();
         cluster = std::make_unique<etcd_cluster>(members, pki.get(), "client");
         etcd = std::make_unique<fleet::etcd_gateway>(cluster->client_options());  // before the check: a test that goes on after it fails must not crash
         ASSERT_TRUE(cluster->wait_healthy()) << "etcd did not come up over TLS; logs in " << cluster->dir();

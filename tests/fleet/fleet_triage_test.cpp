@@ -50,7 +50,7 @@ class fleet_triage : public fleet_fixture {
 
 TEST_F(fleet_triage, a_crash_loop_is_exactly_one_issue_with_triage_fields_and_fingerprint) {
     REQUIRE_ETCD();
-    start_cluster(1);
+    ASSERT_NO_FATAL_FAILURE(start_cluster(1));
     // a serves the triage model; b's server can never start (it preloads a model that is not there).
     add_agent("a", triager_flags({"--triage-model", "tiny"}), env());
     ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
@@ -88,7 +88,7 @@ TEST_F(fleet_triage, a_crash_loop_is_exactly_one_issue_with_triage_fields_and_fi
 
 TEST_F(fleet_triage, the_same_fault_three_times_is_one_issue_and_two_comments) {
     REQUIRE_ETCD();
-    start_cluster(1, {"a"});
+    ASSERT_NO_FATAL_FAILURE(start_cluster(1, {"a"}));
     add_agent("a", triager_flags(), env());
     for (int i = 0; i < 3; ++i) {
         ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
@@ -118,7 +118,7 @@ TEST_F(fleet_triage, the_same_fault_three_times_is_one_issue_and_two_comments) {
 
 TEST_F(fleet_triage, github_failing_for_a_while_is_filed_later_once) {
     REQUIRE_ETCD();
-    start_cluster(1, {"a"});
+    ASSERT_NO_FATAL_FAILURE(start_cluster(1, {"a"}));
     gh.fail_for(5s, 500);
     add_agent("a", triager_flags({"--preload", "missing-model"}), env());
     ASSERT_TRUE(poll_until([&] { return gh.calls().size() >= 2; }, 60s)) << logs();
@@ -145,7 +145,7 @@ TEST_F(fleet_triage, github_failing_for_a_while_is_filed_later_once) {
 
 TEST_F(fleet_triage, a_triager_killed_mid_filing_is_replaced_and_nothing_is_filed_twice) {
     REQUIRE_ETCD();
-    start_cluster(1);
+    ASSERT_NO_FATAL_FAILURE(start_cluster(1));
     add_agent("a", triager_flags(), env());
     add_agent("b", triager_flags(), env());
     ASSERT_TRUE(poll_until([&] { return ready("a") && ready("b"); }, 120s)) << logs();

@@ -27,7 +27,7 @@ class fleet_trust : public fleet_fixture {
 
 TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_works_with_credentials) {
     REQUIRE_ETCD();
-    start_cluster(3, {}, false);
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3, {}, false));
     if (HasFatalFailure()) return;
 
     // The documented setup: auth on, roles and users; a second run changes nothing and succeeds.
@@ -118,7 +118,7 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
 // `incidents list`, the console's fleet page, the issue filed or the agent's log.
 TEST_F(fleet_trust, no_secret_reaches_a_record_an_incident_an_issue_a_page_or_a_log) {
     REQUIRE_ETCD();
-    start_cluster(3, {"a"});
+    ASSERT_NO_FATAL_FAILURE(start_cluster(3, {"a"}));
     if (HasFatalFailure()) return;
 
     const std::string api_key = "ak-Sekret-7f3a9c1e55", gh_token = "ghp_" + std::string("Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1h2J3k4"),

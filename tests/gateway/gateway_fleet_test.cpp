@@ -38,7 +38,7 @@ class gateway_fleet : public fleet_fixture {
   protected:
     void SetUp() override {
         REQUIRE_ETCD();
-        start_cluster(1, {"h1", "h2", "h3"});
+        ASSERT_NO_FATAL_FAILURE(start_cluster(1, {"h1", "h2", "h3"}));
         // h3 alone serves "solo" (the same weights under another name).
         std::filesystem::create_directories(root.path() / "h3" / "models");
         std::filesystem::create_symlink(std::string(RC_TEST_MODELS_DIR) + "/tiny-chat.gguf", root.path() / "h3" / "models" / "solo.gguf");
