@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <string>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/chat_messages.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "fuzz_templates.h"
 
 namespace {
@@ -31,16 +31,16 @@ struct templates {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     static templates t;
     if (size == 0) return 0;
-    rc::api::http_request req;
+    rc::http::http_request req;
     req.body.assign(reinterpret_cast<const char *>(data) + 1, size - 1);
     common_chat_templates_inputs inputs;
     try {
-        auto body = rc::api::parse_body(req);
+        auto body = rc::http::parse_body(req);
         auto messages = body.find("messages");
         if (messages == body.end()) return 0;
         inputs.messages = rc::api::read_chat_messages(*messages);
         if (auto tools = body.find("tools"); tools != body.end()) inputs.tools = rc::api::read_chat_tools(*tools);
-    } catch (const rc::api::api_error & e) {
+    } catch (const rc::http::api_error & e) {
         if (e.status < 400 || e.status >= 500) __builtin_trap();
         return 0;
     }

@@ -1,4 +1,4 @@
-// Raw bytes on a socket of our HTTP server (api::http_server: httplib's parser, our connection
+// Raw bytes on a socket of our HTTP server (http::http_server: httplib's parser, our connection
 // loop, pool and framing checks), as any client on the network can send them. Input: the bytes a
 // client writes before it half-closes. The server has a plain GET route, a POST route that reads
 // its body and a streamed one. Invariants beyond "no crash": what comes back is HTTP/1.1
@@ -18,38 +18,38 @@
 #include <string_view>
 #include <thread>
 
-#include "api/http_server.h"
+#include "http/http_server.h"
 
 namespace {
 
 struct server {
-    std::unique_ptr<rc::api::http_server> http;
+    std::unique_ptr<rc::http::http_server> http;
     std::thread thread;
     int port = 0;
 
     server() {
-        std::vector<rc::api::route> routes = {
-            {"GET", "/ok", [](const rc::api::http_request &) { return rc::api::http_response{200, "text/plain", "ok", {}, nullptr}; }},
-            {"POST", "/echo", [](const rc::api::http_request & r) {
-                 return rc::api::http_response{200, "text/plain", std::to_string(r.body.size()), {}, nullptr};
+        std::vector<rc::http::route> routes = {
+            {"GET", "/ok", [](const rc::http::http_request &) { return rc::http::http_response{200, "text/plain", "ok", {}, nullptr}; }},
+            {"POST", "/echo", [](const rc::http::http_request & r) {
+                 return rc::http::http_response{200, "text/plain", std::to_string(r.body.size()), {}, nullptr};
              }},
-            {"GET", "/stream", [](const rc::api::http_request &) {
-                 rc::api::http_response r;
+            {"GET", "/stream", [](const rc::http::http_request &) {
+                 rc::http::http_response r;
                  r.content_type = "text/event-stream";
-                 r.stream = [](rc::api::stream_sink & s) { s.write("data: 1\n\n") && s.write("data: [DONE]\n\n"); };
+                 r.stream = [](rc::http::stream_sink & s) { s.write("data: 1\n\n") && s.write("data: [DONE]\n\n"); };
                  return r;
              }},
         };
-        rc::api::http_server_options o;
+        rc::http::http_server_options o;
         o.max_body_bytes = 1u << 16;
         o.max_connections = 8;
         o.header_timeout = std::chrono::milliseconds(300);
         o.keep_alive_idle = std::chrono::milliseconds(100);
         o.read_timeout = std::chrono::milliseconds(300);
         o.write_timeout = std::chrono::milliseconds(1000);
-        o.on_status = [](const rc::api::http_request &, int status) { return rc::api::http_response{status, "text/plain", "refused", {}, nullptr}; };
-        o.on_exception = [](const rc::api::http_request &, std::exception_ptr) { return rc::api::http_response{500, "text/plain", "error", {}, nullptr}; };
-        http = std::make_unique<rc::api::http_server>(std::move(routes), o);
+        o.on_status = [](const rc::http::http_request &, int status) { return rc::http::http_response{status, "text/plain", "refused", {}, nullptr}; };
+        o.on_exception = [](const rc::http::http_request &, std::exception_ptr) { return rc::http::http_response{500, "text/plain", "error", {}, nullptr}; };
+        http = std::make_unique<rc::http::http_server>(std::move(routes), o);
         auto bound = http->bind("127.0.0.1", 0);
         if (!bound) std::abort();
         port = bound.value();

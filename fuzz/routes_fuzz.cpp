@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "api/api_context.h"
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/api_server.h"
 #include "models/model_manager.h"
 
@@ -32,7 +32,7 @@ struct server {
     std::filesystem::path dir;
     std::unique_ptr<rc::models::model_manager> models;
     std::unique_ptr<rc::api::api_context> ctx;
-    std::vector<rc::api::route> routes;  // one per k_paths entry, in its order
+    std::vector<rc::http::route> routes;  // one per k_paths entry, in its order
 
     server() {
         char tmpl[] = "/tmp/rustycage-fuzz-routes-XXXXXX";
@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     for (size_t i = 0; i < std::size(k_paths); ++i)
         if (k_paths[i] == path) pick = i;
 
-    rc::api::http_request req;
+    rc::http::http_request req;
     req.method = "POST";
     req.path = std::string(k_paths[pick]);
     req.route = req.path;
@@ -75,9 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     req.headers["content-type"] = "application/json";
     req.client_gone = [] { return false; };
     try {
-        rc::api::http_response r = s.routes[pick].handler(req);
+        rc::http::http_response r = s.routes[pick].handler(req);
         if (r.status >= 500) __builtin_trap();
-    } catch (const rc::api::api_error & e) {
+    } catch (const rc::http::api_error & e) {
         if (e.status < 400 || e.status >= 500) __builtin_trap();
     }
     return 0;

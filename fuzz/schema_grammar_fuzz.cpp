@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "engine/chat_format.h"
 #include "engine/grammar_cost.h"
 #include "engine/sampler.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "fuzz_templates.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {

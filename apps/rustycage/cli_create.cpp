@@ -10,11 +10,9 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "llama/gguf_metadata.h"
 #include "modelfile.h"
 #include "models/local_catalog.h"
-#include "models/model_puller.h"
-#include "util/byte_size.h"
+#include "models/model_creation.h"
 
 namespace rc::cli {
 
@@ -37,11 +35,9 @@ struct create_flags {
 
 // What the new model is made of, before anything is written.
 struct create_plan {
-    std::vector<fs::path> files_to_import;     // GGUF parts, in order
-    std::optional<store::manifest> base;        // --from a store model: its layers and settings
-    std::optional<std::string> template_text;
-    std::optional<std::string> system;
-    ojson parameters = ojson::object();         // merged over the base's
+    std::vector<fs::path> files_to_import;  // GGUF parts, in order
+    std::string base_model;                 // or a model of the catalog (models::base_from_model)
+    store::manifest settings;               // template, system prompt, parameters laid over the base's
 };
 
 result<std::string> read_text_file(const fs::path & p, const std::string & what) {
@@ -52,16 +48,10 @@ result<std::string> read_text_file(const fs::path & p, const std::string & what)
     return s.str();
 }
 
-// --from / FROM naming a model: a store model's manifest, a loose file's parts, or a GGUF path.
+// --from / FROM naming a model of the catalog, else a GGUF path.
 status plan_from_model(const models::local_catalog & catalog, const std::string & from, create_plan & plan) {
     if (auto e = catalog.find(from)) {
-        if (e->from_store) {
-            auto rec = catalog.store().find(from);
-            if (!rec) return rec.err();
-            plan.base = rec->m;
-        } else {
-            plan.files_to_import = e->parts;
-        }
+        plan.base_model = from;
         return {};
     } else if (e.err().code != errc::not_found && !fs::is_regular_file(from)) {
         return e.err();
@@ -115,67 +105,27 @@ result<create_plan> make_plan(const create_flags & f, const models::local_catalo
         return make_error(errc::invalid_argument, "say what the model is made of: --file PATH.gguf, --from MODEL or -f Modelfile");
     }
 
-    // Settings: the base model's, then the Modelfile's, then the flags'.
-    if (plan.base) {
-        plan.template_text = plan.base->template_text;
-        plan.system = plan.base->system;
-        plan.parameters = plan.base->parameters;
-    }
+    // Settings: the Modelfile's, then the flags'; both over the base model's (create()).
+    auto & set = plan.settings;
     if (mf) {
-        if (mf->template_text) plan.template_text = mf->template_text;
-        if (mf->system) plan.system = mf->system;
-        for (auto it = mf->parameters.begin(); it != mf->parameters.end(); ++it) plan.parameters[it.key()] = it.value();
+        set.template_text = mf->template_text;
+        set.system = mf->system;
+        set.parameters = mf->parameters;
     }
     if (!f.template_file.empty()) {
         auto t = read_text_file(f.template_file, "template file");
         if (!t) return t.err();
-        plan.template_text = t.value();
+        set.template_text = t.value();
     }
-    if (f.system_given) plan.system = f.system;
+    if (f.system_given) set.system = f.system;
     ojson flag_params = ojson::object();
     for (const auto & kv : f.parameters) {
         const auto eq = kv.find('=');
         if (eq == std::string::npos) return make_error(errc::invalid_argument, "--parameter '" + kv + "' is not KEY=VALUE");
         if (auto s = add_parameter(flag_params, kv.substr(0, eq), kv.substr(eq + 1)); !s) return s.err();
     }
-    for (auto it = flag_params.begin(); it != flag_params.end(); ++it) plan.parameters[it.key()] = it.value();
+    for (auto it = flag_params.begin(); it != flag_params.end(); ++it) set.parameters[it.key()] = it.value();
     return plan;
-}
-
-// The settings against the store's limits, before anything is imported or written.
-status check_settings(const create_plan & plan) {
-    using L = store::manifest_limits;
-    if (plan.template_text && plan.template_text->size() > L::max_template_bytes)
-        return make_error(errc::invalid_argument, "the template is " + std::to_string(plan.template_text->size()) + " bytes (at most " +
-                                                      std::to_string(L::max_template_bytes) + ")");
-    if (plan.system && plan.system->size() > L::max_system_bytes)
-        return make_error(errc::invalid_argument, "the system prompt is " + std::to_string(plan.system->size()) + " bytes (at most " +
-                                                      std::to_string(L::max_system_bytes) + ")");
-    return store::validate_parameters(plan.parameters);
-}
-
-// Checks each file is a GGUF (before copying gigabytes), then copies it into the blob store.
-result<store::manifest> import_files(store::model_store & st, const std::vector<fs::path> & files) {
-    store::manifest m;
-    for (size_t i = 0; i < files.size(); ++i) {
-        auto md = llama::read_gguf_metadata(files[i].string(), 0);
-        if (!md) return make_error(md.err().code, files[i].string() + ": " + md.err().message);
-        if (i == 0) {
-            if (auto s = store::fill_from_gguf(m, files[i]); !s) return s.err();
-        }
-    }
-    for (const auto & p : files) {
-        std::error_code ec;
-        const auto size = fs::file_size(p, ec);
-        std::cerr << "importing " << p.string() << " (" << format_byte_size(size) << ")\n";
-        auto digest = st.blobs().import_file(p);
-        if (!digest) return digest.err();
-        auto stored = st.blobs().size(*digest);
-        if (!stored) return stored.err();
-        m.layers.push_back({store::layer_kind::model, *digest, *stored, p.filename().string()});
-        m.source.files.push_back(fs::absolute(p, ec).string());
-    }
-    return m;
 }
 
 int create(const create_flags & f) {
@@ -190,27 +140,18 @@ int create(const create_flags & f) {
 
     auto plan = make_plan(f, catalog);
     if (!plan) return fail(plan.err());
-    if (auto s = check_settings(*plan); !s) return fail(s.err());
+    if (auto s = models::check_settings(plan->settings); !s) return fail(s.err());  // before copying gigabytes
 
-    store::manifest m;
-    if (plan->base) {
-        m = *plan->base;
-        m.source = store::model_source{store::source_kind::create, plan->base->name, "", {}};
-        m.created_at = {};
-        m.checked_at.reset();
-        m.status_reason.clear();
-    } else {
-        auto imported = import_files(st, plan->files_to_import);
-        if (!imported) return fail(imported.err());
-        m = std::move(imported.value());
-        m.source.kind = store::source_kind::create;
-    }
-    m.template_text = plan->template_text;
-    m.system = plan->system;
-    m.parameters = plan->parameters;
+    auto say = [](const std::string & step) { std::cerr << step << "\n"; };
+    auto base = plan->base_model.empty() ? models::base_from_files(st, plan->files_to_import, say) : models::base_from_model(catalog, plan->base_model, say);
+    if (!base) return fail(base.err());
+    store::manifest m = std::move(base.value());
+    const store::manifest & set = plan->settings;
+    if (set.template_text) m.template_text = set.template_text;
+    if (set.system) m.system = set.system;
+    for (auto it = set.parameters.begin(); it != set.parameters.end(); ++it) m.parameters[it.key()] = it.value();
     // The new model is checked beside the old one; only a model that passes replaces it.
-    std::cerr << "checking model\n";
-    if (auto v = models::commit_checked_model(st, *name, m); !v) {
+    if (auto v = models::create_model(st, *name, std::move(m), say); !v) {
         if (auto now = st.find(*name); now && now->m.status == store::model_status::failed)
             return fail(v.err().message + " (`rustycage show " + name->display() + "` has the incident)");
         return fail(v.err());

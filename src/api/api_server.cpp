@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "api/api_error.h"
-#include "api/request_guard.h"
-#include "api/server_shell.h"
+#include "http/api_error.h"
+#include "http/request_guard.h"
+#include "http/server_shell.h"
 #include "api/health_routes.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "api/kv_lookup_route.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
@@ -16,6 +16,7 @@
 #include "util/log.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "api/api_context.h"
-#include "api/http_server.h"
-#include "api/request_guard.h"
-#include "api/server_shell.h"
+#include "http/http_server.h"
+#include "http/request_guard.h"
+#include "http/server_shell.h"
 #include "api/ui/ui_routes.h"
 #include "util/result.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // Where to listen, and the limits of every listener (server_shell.h).
 struct listen_options : shell_limits {

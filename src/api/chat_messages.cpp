@@ -2,11 +2,12 @@
 
 #include <json.h>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/generation_session.h"
 #include "util/safe_quote.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

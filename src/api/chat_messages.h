@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // `messages` (an array of {role, content (string or content parts), tool_calls, tool_call_id, name})
 // → messages. Roles: system, developer (read as system: every template renders that), user,

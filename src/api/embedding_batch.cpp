@@ -4,9 +4,11 @@
 #include <cmath>
 #include <deque>
 
-#include "api/api_error.h"
+#include "engine/request_checks.h"
+#include "http/api_error.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
@@ -22,9 +24,8 @@ std::vector<llama_token> input_tokens(const engine::engine & eng, const prompt_i
     const auto & m = eng.model();
     std::vector<llama_token> tokens;
     if (in.is_tokens) {
-        for (int32_t t : in.tokens) {
-            if (!m.valid_token(t)) bad_request("'" + req.field + "' holds token " + std::to_string(t) + ", outside this model's vocabulary", req.field);
-        }
+        if (auto p = engine::check_token_ids(m, in.tokens))
+            bad_request("'" + req.field + "' holds token " + std::to_string(p.token) + ", outside this model's vocabulary", req.field);
         tokens.assign(in.tokens.begin(), in.tokens.end());
     } else if (!in.text.empty()) {
         tokens = m.tokenize(in.text, true, false);

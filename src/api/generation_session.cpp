@@ -1,11 +1,14 @@
 #include "api/generation_session.h"
 
 #include <algorithm>
+#include <span>
 
-#include "api/api_error.h"
+#include "engine/request_checks.h"
+#include "http/api_error.h"
 #include "util/safe_quote.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
@@ -18,13 +21,12 @@ constexpr auto multi_choice_wait = 20ms;
 // How long a cancelled choice may take to report its end (the engine answers within one step).
 constexpr auto drain_limit = 10s;
 
-void check_vocabulary(const std::vector<int32_t> & ids, const llama::model & m, const std::string & field) {
-    for (int32_t t : ids) {
-        if (!m.valid_token(t))
-            bad_request("'" + field + "' holds token " + std::to_string(t) + ", outside this model's vocabulary (0.." +
-                            std::to_string(m.info().n_vocab - 1) + ")",
-                        field);
-    }
+// The engine's vocabulary check (engine/request_checks.h), as a 400 naming the client's field.
+void check_vocabulary(std::span<const llama_token> ids, const llama::model & m, const std::string & field) {
+    if (auto p = engine::check_token_ids(m, ids))
+        bad_request("'" + field + "' holds token " + std::to_string(p.token) + ", outside this model's vocabulary (0.." +
+                        std::to_string(m.info().n_vocab - 1) + ")",
+                    field);
 }
 
 }  // namespace
@@ -73,11 +75,13 @@ void generation_session::prepare(const models::model_entry & model, generation_i
     const engine::engine & eng = lease_.engine();
     const llama::model & m = eng.model();
     const std::string who = "\"" + (in.model.empty() ? model.name : in.model) + "\"";
-    if (eng.is_embedding()) bad_request(who + " does not support " + in.task + " (it is an embedding model)", "model");
+    if (engine::check_model_kind(engine::request_kind::generate, eng.is_embedding()))
+        bad_request(who + " does not support " + in.task + " (it is an embedding model)", "model");
     if (in.think && !model_supports_thinking(m)) bad_request(who + " does not support thinking", "think");
 
     for (const auto & [tok, bias] : in.params.sampling.logit_bias) {
-        if (!m.valid_token(tok)) bad_request("'logit_bias' key " + safe_quote(std::to_string(tok)) + " is not a token id of this model", "logit_bias");
+        if (engine::check_token_ids(m, std::span<const llama_token>(&tok, 1)))
+            bad_request("'logit_bias' key " + safe_quote(std::to_string(tok)) + " is not a token id of this model", "logit_bias");
     }
     rendered_prompts r = render_prompts(eng, in);
     prompts_ = std::move(r.prompts);
@@ -153,7 +157,8 @@ rendered_prompts render_prompts(const engine::engine & eng, const generation_inp
             auto text = m.tokenize(p.text, add_special, in.parse_special);
             tokens.insert(tokens.end(), text.begin(), text.end());
         }
-        if (tokens.empty()) bad_request("'" + in.prompt_field + "' must not be empty", in.prompt_field);
+        if (engine::check_prompt(m, tokens).what == engine::request_problem::kind::empty_prompt)
+            bad_request("'" + in.prompt_field + "' must not be empty", in.prompt_field);
         out.prompts.push_back(std::move(tokens));
     }
     return out;

@@ -23,12 +23,13 @@
 #include "api/api_context.h"
 #include "api/chat_output.h"
 #include "api/generation_meter.h"
-#include "api/stream_writer.h"
+#include "http/stream_writer.h"
 #include "engine/chat_format.h"
 #include "engine/engine.h"
 #include "models/model_manager.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // Most messages a chat request may carry: refused before any template work, so that a huge array
 // costs a scan, not minutes of rendering. Far above what fits any context a model serves here.

@@ -1,8 +1,9 @@
 #include "api/health_routes.h"
 
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

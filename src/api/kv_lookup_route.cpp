@@ -5,14 +5,15 @@
 
 #include <chrono>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/generation_session.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "api/ollama/ollama_options.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_common.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "llama/gguf_metadata.h"
 #include "llama/model.h"
 #include "models/local_catalog.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 struct model_facts {
     llama::gguf_metadata metadata;

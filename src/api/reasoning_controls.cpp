@@ -3,10 +3,11 @@
 #include <array>
 #include <string_view>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "util/safe_quote.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

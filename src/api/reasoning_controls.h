@@ -9,10 +9,11 @@
 // * `reasoning_format` ("none", "auto", "deepseek", "deepseek-legacy"): how reasoning is split
 //   from the reply; "none" leaves it inline in `content`.
 // Bad values are a 400 naming the field; nothing else in the request changes.
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "engine/chat_format.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // Most template variables one request may set (each is rendered with the template).
 inline constexpr size_t max_template_kwargs = 64;

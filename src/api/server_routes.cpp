@@ -1,14 +1,15 @@
 #include "api/server_routes.h"
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/chat_messages.h"
 #include "api/generation_session.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "api/reasoning_controls.h"
 #include "engine/chat_format.h"
 #include "util/utf8.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

@@ -6,9 +6,10 @@
 #include <vector>
 
 #include "api/api_context.h"
-#include "api/http_server.h"
+#include "http/http_server.h"
 
 namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 std::vector<route> server_routes(api_context & ctx);
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/engine_impl.h"
+#include "engine/request_checks.h"
 #include "engine/kv_identity.h"
 #include "engine/sampler.h"
 #include "util/log.h"
@@ -31,7 +32,7 @@ std::optional<ggml_type> parse_kv_type(const std::string & name) {
 
 kv::kv_manager * engine::kv() const { return impl_->tiers(); }
 
-kv::kv_stats_snapshot engine::kv_stats() const { return impl_->planner ? impl_->planner->snapshot() : kv::kv_stats_snapshot{}; }
+kv::kv_stats_snapshot engine::kv_stats() const { return impl_->plans() ? impl_->kv_exec->snapshot() : kv::kv_stats_snapshot{}; }
 
 result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, const engine_options & opts) {
     if (!m) return make_error(errc::invalid_argument, "no model");
@@ -87,23 +88,22 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     }
     e->impl_->ctx = llama_init_from_model(m->get(), cp);
     if (!e->impl_->ctx) return make_error(errc::internal, "llama.cpp could not create a context of " + std::to_string(n_ctx) + " cells");
-    e->impl_->mem = llama_get_memory(e->impl_->ctx);
     e->n_ctx_ = e->impl_->n_ctx = info.is_embedding ? n_ctx : static_cast<int>(llama_n_ctx(e->impl_->ctx));
     // llama.cpp caps a causal model's batch at the context size it was asked for: ask it.
     e->impl_->batch = std::make_unique<llama::batch>(static_cast<int32_t>(info.is_embedding ? cp.n_batch : llama_n_batch(e->impl_->ctx)));
     const int n_ids = info.is_embedding ? opts.n_parallel : opts.n_parallel + max_idle;
     for (int i = n_ids - 1; i >= 0; --i) e->impl_->free_ids.push_back(i);
     e->impl_->max_idle = max_idle;
+    if (info.is_embedding) e->impl_->kv_exec = std::make_unique<kv_executor>(e->impl_->ctx);
     if (!info.is_embedding) {
-        e->impl_->bridge = std::make_unique<kv_bridge>(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1));
         e->impl_->whole_snapshots = snapshots;
         // A recurrent memory keeps one state per sequence, not a cell per token: no cell budget.
         const bool per_token_cells = !info.is_recurrent || info.is_hybrid;
         kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1, snapshots};
         const auto identity = kv_identity_of(*m, cp);
-        auto planner = kv::open_planner(po, opts.kv, identity);
-        if (!planner) return planner.err();
-        e->impl_->planner = std::move(planner.value());
+        auto exec = kv_executor::open(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1), po, opts.kv, identity);
+        if (!exec) return exec.err();
+        e->impl_->kv_exec = std::move(exec.value());
         if (!opts.step_cost_file.empty()) {
             e->impl_->cost_cache = std::make_unique<step_cost_cache>(opts.step_cost_file);
             e->impl_->cost_key = {identity.model_fingerprint, describe_devices(), threads, static_cast<int>(cp.n_batch),
@@ -144,14 +144,7 @@ engine::~engine() {
 
 result<std::shared_ptr<request_channel>> engine::submit(generation_request req) {
     const bool embed_model = is_embedding();
-    if (req.kind == request_kind::embed && !embed_model)
-        return make_error(errc::invalid_argument, "model does not produce embeddings (it is a text generation model)");
-    if (req.kind == request_kind::generate && embed_model)
-        return make_error(errc::invalid_argument, "model is an embedding model; it cannot generate text");
-    if (req.prompt.empty()) return make_error(errc::invalid_argument, "prompt is empty");
-    for (llama_token t : req.prompt) {
-        if (!model_->valid_token(t)) return make_error(errc::invalid_argument, "prompt token " + std::to_string(t) + " is outside the vocabulary");
-    }
+    if (auto problem = check_request(*model_, embed_model, req)) return make_error(errc::invalid_argument, problem.message());
     const int n_prompt = static_cast<int>(req.prompt.size());
     if (n_prompt >= n_ctx_ || (embed_model && n_prompt > n_ctx_)) {
         if (!req.truncate_prompt) {
@@ -190,7 +183,7 @@ result<std::shared_ptr<request_channel>> engine::submit(generation_request req) 
 }
 
 bool engine::prefetch(std::vector<llama_token> tokens, std::string cache_salt) {
-    if (!impl_->tiers() || !impl_->tiers()->disk_enabled() || tokens.empty()) return false;
+    if (!impl_->kv_exec || !impl_->kv_exec->has_disk() || tokens.empty()) return false;
     for (llama_token t : tokens)
         if (!model_->valid_token(t)) return false;
     {

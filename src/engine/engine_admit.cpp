@@ -29,6 +29,7 @@ std::unique_ptr<sequence> engine::impl::make_sequence(pending_request && p) {
         s->sampler = std::move(smp.value());
     }
     s->tokens = req.prompt;
+    if (plans()) s->keys = kv_exec->planner().chain(req.cache_salt);
     s->n_prompt = static_cast<int>(req.prompt.size());
     s->prefill_end = s->n_prompt;
     s->stops = stop_matcher(req.stop);
@@ -72,8 +73,7 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
         return true;
     }
     auto give_back = [&] {
-        llama_memory_seq_rm(mem, s->id, -1, -1);
-        planner->ledger().trim(s->id, 0);
+        kv_exec->forget(s->id);
         free_ids.push_back(s->id);
         s->id = -1;
         s->n_past = 0;
@@ -83,19 +83,20 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
     kv::reuse_plan plan = plan_reuse(*s);
     share_prefix(*s, plan);
     const int running = running_now();
-    const int first_chunk = std::min(s->prefill_end - plan.reused(), planner->block_size());
-    const int margin = std::min(running * planner->block_size(), n_ctx / 8);  // the running sequences' next tokens
+    const int block_size = kv_exec->planner().block_size();
+    const int first_chunk = std::min(s->prefill_end - plan.reused(), block_size);
+    const int margin = std::min(running * block_size, n_ctx / 8);  // the running sequences' next tokens
     const int need = plan.restore_cells() + first_chunk + margin;
-    auto & ledger = planner->ledger();
+    const auto & ledger = kv_exec->ledger();
     if (ledger.free() < need) {
         auto views = context_views(true);
-        auto room = planner->plan_room({need, false}, views);
+        auto room = kv_exec->planner().plan_room({need, false}, views, ledger);
         // With nothing running there is nobody to wait for: make what room there is.
         if (!room.ok && running > 0) return give_back();
         make_room(need, false);
     }
-    if (s->n_past > 0) planner->stats().add_tokens(kv::source::context, static_cast<uint64_t>(s->n_past));
-    if (plan.needs_disk() && tiers()) {
+    if (s->n_past > 0) kv_exec->stats().add_tokens(kv::source::context, static_cast<uint64_t>(s->n_past));
+    if (plan.needs_disk() && kv_exec->has_tiers()) {
         start_promotion(std::move(s), std::move(plan));
         demote_idle();
         return true;
@@ -105,7 +106,7 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
     // so the restored blocks and the rest of the prompt then sit together low in the pool instead of
     // above the idle ones' freed cells (a 2k-token resume's steps attended over 2,560 cells; now 2,304).
     // Its host blocks are taken first: storing the idle ones' last blocks may evict them from the index.
-    const auto blobs = host_blobs(plan);
+    const auto blobs = kv_exec->host_blobs(plan);  // held: an eviction cannot take them
     const auto t_demote = steady::now();
     demote_idle();
     const auto t_restore = steady::now();
@@ -121,7 +122,7 @@ void engine::impl::ready_to_prefill(std::unique_ptr<sequence> s) {
     if (!s->resumed) s->n_reused = s->n_past;
     // Recurrent states cannot be cut back: stop the prefill one token before the prompt's end and keep
     // that state, which serves both a regenerate and a resume diverging where our reply began.
-    if (whole_snapshots && tiers() && !s->resumed && s->n_prompt - 1 > s->n_past) s->snapshot_at = s->n_prompt - 1;
+    if (whole_snapshots && kv_exec->has_tiers() && !s->resumed && s->n_prompt - 1 > s->n_past) s->snapshot_at = s->n_prompt - 1;
     active.push_back(std::move(s));
 }
 

@@ -13,11 +13,10 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/kv_bridge.h"
+#include "engine/kv_executor.h"
 #include "engine/scheduler.h"
 #include "engine/step_cost_cache.h"
 #include "engine/sequence.h"
-#include "kv/kv_planner.h"
 #include "llama/batch.h"
 
 namespace rc::engine {
@@ -76,7 +75,6 @@ struct engine::impl {
     engine_options opts;
     int n_ctx = 0;
     llama_context * ctx = nullptr;
-    llama_memory_t mem = nullptr;
     std::unique_ptr<llama::batch> batch;
     std::vector<std::unique_ptr<sequence>> active;   // admission order; live and idle
     std::deque<pending_request> waiting;             // not yet a sequence
@@ -84,8 +82,7 @@ struct engine::impl {
                                                      // (preempted) ones first, oldest first, then the next new one
     std::vector<promotion> promoting;
     std::vector<llama_seq_id> free_ids;
-    std::unique_ptr<kv::kv_planner> planner;          // null for embedding models
-    std::unique_ptr<kv_bridge> bridge;
+    std::unique_ptr<kv_executor> kv_exec;             // the context's memory, the planner, the tiers (kv_executor.h)
     int max_idle = 0;                                 // idle conversations kept in the context
     // Recurrent, hybrid and sliding-window models: the tiers hold whole-sequence snapshots (state
     // after exactly N tokens, keyed like a block ending at N) instead of per-token blocks.
@@ -113,7 +110,8 @@ struct engine::impl {
         if (ctx) llama_free(ctx);
     }
 
-    kv::kv_manager * tiers() const { return planner ? planner->tiers() : nullptr; }
+    kv::kv_manager * tiers() const { return kv_exec ? kv_exec->tiers() : nullptr; }
+    bool plans() const { return kv_exec && kv_exec->plans(); }  // false for embedding models
 
     // One engine step; false when nothing could be done (the thread then waits for an event).
     bool step();
@@ -142,12 +140,12 @@ struct engine::impl {
     void ready_to_prefill(std::unique_ptr<sequence> s);  // its reused prefix is in place: into `active`
     int running_now() const;
 
-    // Prefix reuse, eviction, preemption and tiering: the planner decides, these apply (engine_kv.cpp).
+    // Prefix reuse, eviction, preemption and tiering: the planner decides, these apply through the
+    // executor (engine_kv.cpp).
     std::vector<kv::seq_view> context_views(bool include_running) const;
-    kv::reuse_plan plan_reuse(const sequence & s) const;
+    kv::reuse_plan plan_reuse(sequence & s) const;  // extends s.keys
     void share_prefix(sequence & s, const kv::reuse_plan & plan);
     int restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob);  // tokens restored
-    std::vector<kv::blob_ptr> host_blobs(const kv::reuse_plan & plan);  // held: an eviction cannot take them
     void restore_from_host(sequence & s, const kv::reuse_plan & plan, const std::vector<kv::blob_ptr> & blobs);
     void start_promotion(std::unique_ptr<sequence> s, kv::reuse_plan plan);
     bool poll_promotions();

@@ -43,10 +43,11 @@ kv_lookup engine::impl::answer_lookup(const std::vector<llama_token> & tokens, c
     // prompt that is not a sequence: the planner decides and nothing applies its answer.
     kv_lookup out;
     out.prompt_tokens = static_cast<int>(tokens.size());
-    if (!planner) return out;
+    if (!plans()) return out;
     auto views = context_views(true);
     // The prompt's last token is always decoded (its logits start the generation), as in admission.
-    const kv::reuse_plan plan = planner->plan_reuse(tokens, out.prompt_tokens - 1, salt, views);
+    kv::key_chain keys = kv_exec->planner().chain(salt);
+    const kv::reuse_plan plan = kv_exec->planner().plan_reuse(tokens, keys, out.prompt_tokens - 1, salt, views);
     out.context = plan.from_context;
     for (const auto & b : plan.blocks) (b.tier == kv::tier_name::disk ? out.disk : out.host) += b.keep;
     return out;

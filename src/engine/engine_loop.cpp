@@ -39,7 +39,7 @@ void engine::run(std::promise<void> & started) {
         rc::log::warn("engine", "compute_priority_unchanged", {{"nice", im.opts.compute_nice}, {"error", std::strerror(errno)}});
     // Here, not on the thread that started the engine: graphs run on engine threads only
     // (llama/compute_thread.h).
-    if (im.planner) {
+    if (im.plans()) {
         im.start_step_cost();  // first: a remembered cell size spares the warm-up's measurement
         im.warm_up();
     }
@@ -86,7 +86,7 @@ void engine::run(std::promise<void> & started) {
 
 bool engine::impl::step() {
     drop_cancelled();
-    bool did = planner && poll_promotions();
+    bool did = plans() && poll_promotions();
     did = admit() || did;
     publish_gauges();  // before this step's tokens reach clients, so a scrape after a token sees it running
     did = (model->info().is_embedding ? decode_embed() : decode_generate()) || did;
@@ -123,7 +123,7 @@ bool engine::impl::decode_generate() {
     // Plan the step, then fit it to the free cells before anything is decoded: idle conversations give
     // way first, then the step's prefill shrinks, then the youngest running sequences are swapped out.
     std::vector<schedule_entry> plan;
-    auto & ledger = planner->ledger();
+    const auto & ledger = kv_exec->ledger();
     for (int attempt = 0;; ++attempt) {
         std::vector<schedule_input> in;
         in.reserve(active.size());
@@ -190,7 +190,7 @@ bool engine::impl::decode_generate() {
     const double ms = ms_between(decode_started, steady::now());
     for (const auto & e : plan) {
         auto & s = *active[static_cast<size_t>(e.index)];
-        ledger.append(s.id, e.n_tokens);
+        kv_exec->decoded(s.id, e.n_tokens);
         s.n_past += e.n_tokens;
         if (s.snapshot_at == s.n_past) {  // the state one token before the prompt's end (see try_admit)
             save_snapshot(s, s.n_past);
@@ -204,7 +204,7 @@ bool engine::impl::decode_generate() {
     steps.tokens.observe(batch->size());
     steps.prefill_chunks.fetch_add(static_cast<uint64_t>(prefill_chunks));
     prompt_tokens += static_cast<uint64_t>(prefill_tokens);
-    planner->stats().add_tokens(kv::source::computed, static_cast<uint64_t>(prefill_tokens));
+    kv_exec->stats().add_tokens(kv::source::computed, static_cast<uint64_t>(prefill_tokens));
     sample_outputs();
     for (const auto & e : plan) {  // once this step's tokens are on their way
         auto & s = *active[static_cast<size_t>(e.index)];
@@ -319,14 +319,14 @@ void engine::impl::finish(sequence & s, finish_reason reason, const std::string 
     else ++finished;
     // A finished conversation stays in the context for reuse (or, with no room for idle ones, goes
     // straight to the tiers below); a cancelled one frees its cells now.
-    const bool keep = (max_idle > 0 || tiers()) && s.req.kind == request_kind::generate && reason != finish_reason::cancelled;
+    const bool keep = (max_idle > 0 || kv_exec->has_tiers()) && s.req.kind == request_kind::generate && reason != finish_reason::cancelled;
     if (!keep) {
         s.channel->push(std::move(ev));
         release(s);
         return;
     }
     // --kv-write-through: the client hears "done" once the blocks are on disk; the engine never waits.
-    if (tiers() && tiers()->disk_enabled() && tiers()->options().write_through) {
+    if (kv_exec->write_through()) {
         auto group = std::make_shared<kv::write_group>([ch = s.channel, ev = std::move(ev)]() mutable { ch->push(std::move(ev)); });
         retire(s, group);
         group->seal();
@@ -344,8 +344,7 @@ void engine::impl::fail(sequence & s, errc code, const std::string & message) {
 }
 
 void engine::impl::release(sequence & s) {
-    if (mem && s.id >= 0) llama_memory_seq_rm(mem, s.id, -1, -1);
-    if (planner && s.id >= 0) planner->ledger().trim(s.id, 0);
+    if (kv_exec && s.id >= 0) kv_exec->forget(s.id);
     if (s.id >= 0) free_ids.push_back(s.id);
     s.id = -1;
     s.done = true;
@@ -362,7 +361,7 @@ void engine::impl::fail_all(const std::string & message) {
     queued.clear();
     for (auto & p : promoting) {
         p.in->abandon();
-        if (planner) planner->ledger().unreserve(p.reserved);
+        if (kv_exec) kv_exec->unreserve(p.reserved);
         active.push_back(std::move(p.seq));  // failed below with the others
     }
     promoting.clear();

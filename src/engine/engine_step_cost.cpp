@@ -22,7 +22,7 @@ void engine::impl::warm_up() {
     // the first graph's allocations and the first touch of every weight page are paid here, inside
     // the load (before a preloading server says ready), not by the first request. The same decode
     // measures the serialised KV of one cell, which tells whether host RAM can keep a conversation.
-    const llama_seq_id scratch = bridge ? bridge->scratch() : -1;
+    const llama_seq_id scratch = kv_exec ? kv_exec->scratch() : -1;
     if (scratch < 0) return;
     const int k = std::clamp(std::min(batch->capacity(), n_ctx / 2), 1, 16);
     const llama_token tok = model->valid_token(1) ? 1 : 0;
@@ -31,7 +31,7 @@ void engine::impl::warm_up() {
     const auto t0 = steady::now();
     const int ret = llama_decode(ctx, batch->get());
     if (ret == 0 && cell_bytes == 0) cell_bytes = llama_state_seq_get_size(ctx, scratch) / static_cast<size_t>(k);
-    llama_memory_seq_rm(mem, scratch, -1, -1);
+    kv_exec->forget(scratch);
     batch->clear();
     if (ret != 0) rc::log::warn("engine", "warm_up_failed", {{"ret", ret}});
     else rc::log::debug("engine", "warmed_up", {{"ms", ms_between(t0, steady::now())}, {"tokens", k}});

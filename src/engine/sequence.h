@@ -12,6 +12,7 @@
 #include "engine/request_channel.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "kv/block_key.h"
 
 namespace rc::engine {
 
@@ -25,6 +26,7 @@ struct sequence {
     stop_matcher stops{{}};
 
     std::vector<llama_token> tokens;  // prompt, then generated tokens
+    kv::key_chain keys;               // block keys of `tokens`, extended as they are needed; truncated with them
     int n_prompt = 0;
     // Tokens to put in the context before the next token is sampled: the prompt; for a sequence that
     // was swapped out while decoding, everything it had (its last sampled token included).

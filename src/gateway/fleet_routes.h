@@ -16,6 +16,6 @@
 
 namespace rc::gateway {
 
-std::vector<api::route> fleet_routes(gateway_context & g);
+std::vector<http::route> fleet_routes(gateway_context & g);
 
 }  // namespace rc::gateway

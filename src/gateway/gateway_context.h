@@ -6,13 +6,14 @@
 #include <utility>
 #include <vector>
 
-#include "api/http_server.h"
+#include "http/http_server.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/host_table.h"
 #include "gateway/prefix_index.h"
 #include "gateway/route_planner.h"
 
 namespace rc::gateway {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 struct gateway_options {
     route_policy policy = route_policy::cache;
@@ -43,6 +44,6 @@ struct gateway_context {
 };
 
 // The header lines that authenticate the gateway to a host (see gateway_options::host_api_key).
-std::vector<std::string> upstream_auth(const gateway_context & g, const api::http_request & client);
+std::vector<std::string> upstream_auth(const gateway_context & g, const http::http_request & client);
 
 }  // namespace rc::gateway

@@ -2,19 +2,20 @@
 
 #include <algorithm>
 
-#include "api/api_error.h"
-#include "api/request_guard.h"
-#include "api/server_shell.h"
+#include "http/api_error.h"
+#include "http/request_guard.h"
+#include "http/server_shell.h"
 #include "gateway/fleet_routes.h"
 #include "gateway/proxy_routes.h"
 #include "util/log.h"
 
 namespace rc::gateway {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
-std::vector<api::route> gateway_routes(gateway_context & g) {
-    std::vector<api::route> routes = fleet_routes(g);
+std::vector<http::route> gateway_routes(gateway_context & g) {
+    std::vector<http::route> routes = fleet_routes(g);
     for (auto & r : proxy_routes(g)) routes.push_back(std::move(r));
-    return api::with_cors(std::move(routes));
+    return http::with_cors(std::move(routes));
 }
 
 gateway_server::gateway_server(fleet::etcd_client & etcd, fleet::fleet_keys keys, gateway_options opts, std::chrono::milliseconds eject_for)
@@ -27,17 +28,17 @@ gateway_server::gateway_server(fleet::etcd_client & etcd, fleet::fleet_keys keys
 gateway_server::~gateway_server() { stop(); }
 
 status gateway_server::start(const gateway_listen & listen) {
-    if (auto st = api::check_api_keys(ctx_->opts.api_keys); !st) return st;
+    if (auto st = http::check_api_keys(ctx_->opts.api_keys); !st) return st;
     std::vector<int> ports = {listen.openai_port};
     if (listen.ollama_port >= 0) ports.push_back(listen.ollama_port);
     // The hosts' own CORS, key checks and limits: one policy for the whole fleet.
-    api::shell_hooks hooks;
+    http::shell_hooks hooks;
     hooks.api_keys = ctx_->opts.api_keys;
     hooks.log_component = "gateway";
-    hooks.on_complete = [g = ctx_.get()](const api::http_request & req, int status, double ms) {
+    hooks.on_complete = [g = ctx_.get()](const http::http_request & req, int status, double ms) {
         g->metrics.record_request(req.route, req.method, status, ms / 1000.0);
     };
-    if (auto st = listeners_.start(listen.host, ports, [this] { return gateway_routes(*ctx_); }, api::shell_options(listen, std::move(hooks))); !st) return st;
+    if (auto st = listeners_.start(listen.host, ports, [this] { return gateway_routes(*ctx_); }, http::shell_options(listen, std::move(hooks))); !st) return st;
     openai_port_ = listeners_.port(0);
     ollama_port_ = listeners_.port(1);
     watch_ = std::thread([this] { hosts_.run([this] { return stopping_.load(); }); });

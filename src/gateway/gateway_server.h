@@ -15,16 +15,17 @@
 #include <thread>
 #include <vector>
 
-#include "api/http_server.h"
-#include "api/server_shell.h"
+#include "http/http_server.h"
+#include "http/server_shell.h"
 #include "fleet/etcd/etcd_client.h"
 #include "fleet/etcd/fleet_keys.h"
 #include "gateway/gateway_context.h"
 
 namespace rc::gateway {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // Where to listen, and the limits of every listener: the same shell as a host's (api/server_shell.h).
-struct gateway_listen : api::shell_limits {
+struct gateway_listen : http::shell_limits {
     std::string host = "127.0.0.1";
     int openai_port = 8080;   // 0: any free port
     int ollama_port = 11434;  // 0: any free port; -1: no second listener
@@ -45,7 +46,7 @@ class gateway_server {
     host_table hosts_;
     gateway_metrics metrics_;
     std::unique_ptr<gateway_context> ctx_;
-    api::listeners listeners_;
+    http::listeners listeners_;
     std::thread watch_;
     std::thread prober_;  // hosts whose lease lapsed: does their server still answer?
     std::atomic<bool> stopping_{false};
@@ -53,6 +54,6 @@ class gateway_server {
 };
 
 // The gateway's route table (exposed for tests).
-std::vector<api::route> gateway_routes(gateway_context & g);
+std::vector<http::route> gateway_routes(gateway_context & g);
 
 }  // namespace rc::gateway

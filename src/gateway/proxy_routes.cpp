@@ -3,21 +3,22 @@
 #include <cstdio>
 #include <map>
 
-#include "api/api_error.h"
-#include "api/json_fields.h"
+#include "http/api_error.h"
+#include "http/json_fields.h"
 #include "gateway/request_shape.h"
 #include "gateway/upstream_call.h"
 #include "util/log.h"
 
 namespace rc::gateway {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
 using ojson = nlohmann::ordered_json;
 using clock = std::chrono::steady_clock;
 
-api::http_response error(const std::string & path, int status, const std::string & message, const std::string & code = {}) {
-    auto r = api::error_response(api::dialect_for_path(path), status, message, {}, code);
+http::http_response error(const std::string & path, int status, const std::string & message, const std::string & code = {}) {
+    auto r = http::error_response(http::dialect_for_path(path), status, message, {}, code);
     if (status == 503) r.headers.push_back({"Retry-After", "1"});
     return r;
 }
@@ -36,7 +37,7 @@ std::string url_encode(const std::string & s) {
     return out;
 }
 
-std::string path_with_query(const api::http_request & req) {
+std::string path_with_query(const http::http_request & req) {
     std::string out = req.path;
     char sep = '?';
     for (const auto & [k, v] : req.query) {
@@ -57,7 +58,7 @@ struct routing {
 
 // The answer when no host can take the request: 404 for a model no host has, 503 while the hosts
 // that have it are not up (or the gateway has not read the fleet yet).
-api::http_response no_host(gateway_context & g, const request_shape & shape, const std::string & path) {
+http::http_response no_host(gateway_context & g, const request_shape & shape, const std::string & path) {
     if (!g.hosts.synced()) return error(path, 503, "the gateway has not read the fleet from etcd yet");
     std::string holders;
     for (const auto & h : g.hosts.hosts()) {
@@ -70,7 +71,7 @@ api::http_response no_host(gateway_context & g, const request_shape & shape, con
     return error(path, 503, "no host that serves '" + shape.model + "' is up: " + holders);
 }
 
-routing plan_request(gateway_context & g, const request_shape & shape, const api::http_request & req) {
+routing plan_request(gateway_context & g, const request_shape & shape, const http::http_request & req) {
     routing r;
     for (const auto & h : g.hosts.hosts())
         if (h.routable() && (shape.model.empty() || h.serves(shape.model))) r.candidates.push_back(h);
@@ -83,9 +84,9 @@ routing plan_request(gateway_context & g, const request_shape & shape, const api
         auto body = shape.lookup_body;
         body["timeout_ms"] = std::max<int64_t>(1, timeout.count());
         const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        std::vector<fleet::http_request> calls;
+        std::vector<http::client_request> calls;
         for (const auto & h : r.candidates) {
-            fleet::http_request c;
+            http::client_request c;
             c.method = "POST";
             c.url = h.url + "/v1/kv/lookup";
             c.headers = {"Content-Type: application/json", "Expect:"};
@@ -126,8 +127,8 @@ routing plan_request(gateway_context & g, const request_shape & shape, const api
     return r;
 }
 
-fleet::http_request upstream_request(gateway_context & g, const host_view & h, const api::http_request & req) {
-    fleet::http_request u;
+http::client_request upstream_request(gateway_context & g, const host_view & h, const http::http_request & req) {
+    http::client_request u;
     u.method = req.method == "HEAD" ? "GET" : req.method;
     u.url = h.url + path_with_query(req);
     std::string type = req.header("content-type");
@@ -141,12 +142,12 @@ fleet::http_request upstream_request(gateway_context & g, const host_view & h, c
     return u;
 }
 
-void tag(api::http_response & r, const std::string & host, const std::string & reason) {
+void tag(http::http_response & r, const std::string & host, const std::string & reason) {
     r.headers.push_back({"X-Rustycage-Host", host});
     r.headers.push_back({"X-Rustycage-Route", reason});
 }
 
-api::http_response forward(gateway_context & g, const api::http_request & req) {
+http::http_response forward(gateway_context & g, const http::http_request & req) {
     auto shape = shape_request(req.method, req.path, req.body, req.query);
     if (!shape.ok()) return error(req.path, 400, shape.err().message);
     routing r = plan_request(g, shape.value(), req);
@@ -170,7 +171,7 @@ api::http_response forward(gateway_context & g, const api::http_request & req) {
             hosts.begin(id));
         const auto outcome = attempt->wait(req.client_gone);
         if (outcome == upstream_attempt::outcome::client_gone) {
-            api::http_response gone = error(req.path, 499, "the client closed the connection");
+            http::http_response gone = error(req.path, 499, "the client closed the connection");
             return gone;
         }
         if (outcome == upstream_attempt::outcome::failed) {
@@ -187,7 +188,7 @@ api::http_response forward(gateway_context & g, const api::http_request & req) {
             continue;
         }
         if (status >= 200 && status < 300) g.index.record(r.chain, id);
-        api::http_response out;
+        http::http_response out;
         out.status = static_cast<int>(status);
         const std::string type = attempt->content_type();
         out.content_type = type.empty() ? "application/json" : type;
@@ -197,7 +198,7 @@ api::http_response forward(gateway_context & g, const api::http_request & req) {
             out.body = attempt->body();
             return out;
         }
-        out.stream = [attempt, path = req.path, type, id, &g](api::stream_sink & sink) {
+        out.stream = [attempt, path = req.path, type, id, &g](http::stream_sink & sink) {
             auto end = attempt->relay(sink);
             if (end.client_gone || end.error.empty()) return;
             g.metrics.upstream_failure(id, "mid_stream");
@@ -212,8 +213,8 @@ api::http_response forward(gateway_context & g, const api::http_request & req) {
 }
 
 // POST /v1/kv/lookup on the gateway: what the router sees for this prompt, and what it would choose.
-api::http_response explain(gateway_context & g, const api::http_request & req) {
-    auto parsed = api::parse_json_bounded(req.body);
+http::http_response explain(gateway_context & g, const http::http_request & req) {
+    auto parsed = http::parse_json_bounded(req.body);
     if (!parsed || !parsed->is_object()) return error(req.path, 400, "the request body must be a JSON object");
     const auto & body = *parsed;
     const bool ollama = body.value("api", "openai") == "ollama";
@@ -239,7 +240,7 @@ api::http_response explain(gateway_context & g, const api::http_request & req) {
         cands.push_back({{"id", c->id}, {"score", r.plan.scores[i]}, {"cached_share", cached_share(*c, g.opts.weights)}, {"busy", c->busy},
                          {"slots", c->slots}, {"affinity", c->affinity}, {"lookup", lookup}, {"error", err}});
     }
-    api::http_response out;
+    http::http_response out;
     out.body = ojson{{"model", shape->model}, {"policy", policy_name(g.opts.policy)}, {"chosen", r.plan.order.front()}, {"reason", r.plan.reason},
                      {"candidates", cands}}
                    .dump();
@@ -248,7 +249,7 @@ api::http_response explain(gateway_context & g, const api::http_request & req) {
 
 }  // namespace
 
-std::vector<std::string> upstream_auth(const gateway_context & g, const api::http_request & client) {
+std::vector<std::string> upstream_auth(const gateway_context & g, const http::http_request & client) {
     if (!g.opts.host_api_key.empty()) return {"Authorization: Bearer " + g.opts.host_api_key};
     std::vector<std::string> out;
     if (auto a = client.header("authorization"); !a.empty()) out.push_back("Authorization: " + a);
@@ -256,14 +257,14 @@ std::vector<std::string> upstream_auth(const gateway_context & g, const api::htt
     return out;
 }
 
-std::vector<api::route> proxy_routes(gateway_context & g) {
-    std::vector<api::route> out;
-    auto fwd = [&g](const api::http_request & req) { return forward(g, req); };
+std::vector<http::route> proxy_routes(gateway_context & g) {
+    std::vector<http::route> out;
+    auto fwd = [&g](const http::http_request & req) { return forward(g, req); };
     for (const char * p : {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/api/generate", "/api/chat", "/api/embed",
                            "/api/embeddings", "/api/show", "/tokenize", "/detokenize", "/apply-template", "/v1/kv/prefetch"})
         out.push_back({"POST", p, fwd});
     out.push_back({"GET", "/props", fwd});
-    out.push_back({"POST", "/v1/kv/lookup", [&g](const api::http_request & req) { return explain(g, req); }});
+    out.push_back({"POST", "/v1/kv/lookup", [&g](const http::http_request & req) { return explain(g, req); }});
     return out;
 }
 

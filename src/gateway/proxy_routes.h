@@ -13,6 +13,6 @@
 
 namespace rc::gateway {
 
-std::vector<api::route> proxy_routes(gateway_context & g);
+std::vector<http::route> proxy_routes(gateway_context & g);
 
 }  // namespace rc::gateway

@@ -1,8 +1,9 @@
 #include "gateway/request_shape.h"
 
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 
 namespace rc::gateway {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
@@ -73,7 +74,7 @@ result<request_shape> shape_request(const std::string & method, const std::strin
     if (auto q = query.find("model"); q != query.end()) s.model = q->second;
     if (method != "POST" || body.empty()) return s;
     // The hosts' own bounds (depth, size): a body they would refuse is refused here, never forwarded.
-    auto parsed = api::parse_json_bounded(body);
+    auto parsed = http::parse_json_bounded(body);
     if (!parsed || !parsed->is_object()) return make_error(errc::invalid_argument, "the request body must be a JSON object (within the depth and size bounds)");
     const json & j = *parsed;
     if (auto m = j.find("model"); m != j.end() && !m->is_null()) {

@@ -15,7 +15,7 @@ bool is_stream_type(const std::string & content_type) {
 
 }  // namespace
 
-upstream_attempt::upstream_attempt(fleet::http_request req, std::function<bool()> abandon_waiting, std::function<bool()> abandon_streaming,
+upstream_attempt::upstream_attempt(http::client_request req, std::function<bool()> abandon_waiting, std::function<bool()> abandon_streaming,
                                    std::shared_ptr<void> inflight_token)
     : abandon_waiting_(std::move(abandon_waiting)), abandon_streaming_(std::move(abandon_streaming)), inflight_(std::move(inflight_token)) {
     worker_ = std::thread([this, r = std::move(req)]() mutable { work(std::move(r)); });
@@ -30,10 +30,10 @@ upstream_attempt::~upstream_attempt() {
     if (worker_.joinable()) worker_.join();
 }
 
-void upstream_attempt::work(fleet::http_request req) {
+void upstream_attempt::work(http::client_request req) {
     bool streamed = false;
     std::string stopped_why;  // set when we stopped the transfer ourselves
-    auto on_head = [&](const fleet::http_reply & head) {
+    auto on_head = [&](const http::client_reply & head) {
         std::lock_guard lock(mu_);
         head_ = head;
         streamed = is_stream_type(head.header("Content-Type"));
@@ -71,7 +71,7 @@ void upstream_attempt::work(fleet::http_request req) {
         }
         return abandon;
     };
-    auto r = fleet::http_stream(req, on_head, on_data, should_stop);
+    auto r = http::stream(req, stream_handlers{on_head, on_data, should_stop});
 
     std::lock_guard lock(mu_);
     std::string broke;
@@ -124,7 +124,7 @@ std::string upstream_attempt::header(const std::string & name) const {
     return head_.header(name);
 }
 
-upstream_attempt::relay_end upstream_attempt::relay(api::stream_sink & sink) {
+upstream_attempt::relay_end upstream_attempt::relay(http::stream_sink & sink) {
     for (;;) {
         std::unique_lock lock(mu_);
         cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !chunks_.empty() || ended_; });
@@ -160,17 +160,17 @@ std::string stream_error_frame(const std::string & path, const std::string & con
     return "data: " + json{{"error", {{"message", message}, {"type", "server_error"}, {"param", nullptr}, {"code", "upstream_failed"}}}}.dump() + "\n\n";
 }
 
-std::vector<result<fleet::http_reply>> parallel_calls(const std::vector<fleet::http_request> & requests) {
-    std::vector<std::optional<result<fleet::http_reply>>> slots(requests.size());
+std::vector<result<http::client_reply>> parallel_calls(const std::vector<http::client_request> & requests) {
+    std::vector<std::optional<result<http::client_reply>>> slots(requests.size());
     std::vector<std::thread> threads;
-    for (size_t i = 0; i < requests.size(); ++i) threads.emplace_back([&, i] { slots[i] = fleet::http_call(requests[i]); });
+    for (size_t i = 0; i < requests.size(); ++i) threads.emplace_back([&, i] { slots[i] = http::call(requests[i]); });
     for (auto & t : threads) t.join();
-    std::vector<result<fleet::http_reply>> out;
+    std::vector<result<http::client_reply>> out;
     for (auto & s : slots) out.push_back(std::move(*s));
     return out;
 }
 
-lookup_reply parse_lookup_reply(const result<fleet::http_reply> & r) {
+lookup_reply parse_lookup_reply(const result<http::client_reply> & r) {
     lookup_reply out;
     if (!r.ok()) {
         out.error = r.err().message;

@@ -1,7 +1,7 @@
 #pragma once
 // Calls to hosts: one forwarded request (an upstream_attempt, which a client's connection thread
 // waits on and then relays), and parallel fan-outs (lookups, model listings), all through the
-// fleet's libcurl door (fleet/etcd/http_transport.h).
+// the project's one libcurl client (http/http_client.h).
 //
 // An upstream_attempt runs its transfer on its own thread so the gateway can decide before it
 // answers the client:
@@ -27,11 +27,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/http_server.h"
-#include "fleet/etcd/http_transport.h"
+#include "http/http_server.h"
+#include "http/http_client.h"
 #include "gateway/route_planner.h"
 
 namespace rc::gateway {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 class upstream_attempt {
   public:
@@ -41,7 +42,7 @@ class upstream_attempt {
         std::string error;  // non-empty: the upstream broke mid-stream (why)
     };
 
-    upstream_attempt(fleet::http_request req, std::function<bool()> abandon_waiting, std::function<bool()> abandon_streaming,
+    upstream_attempt(http::client_request req, std::function<bool()> abandon_waiting, std::function<bool()> abandon_streaming,
                      std::shared_ptr<void> inflight_token = nullptr);
     ~upstream_attempt();
     upstream_attempt(const upstream_attempt &) = delete;
@@ -57,17 +58,17 @@ class upstream_attempt {
     const std::string & error() const { return error_; }  // failed: why, for people
 
     // Streaming: writes every chunk to `sink` until the upstream ends or the client leaves.
-    relay_end relay(api::stream_sink & sink);
+    relay_end relay(http::stream_sink & sink);
 
   private:
-    void work(fleet::http_request req);
+    void work(http::client_request req);
 
     std::function<bool()> abandon_waiting_, abandon_streaming_;
     std::shared_ptr<void> inflight_;
     mutable std::mutex mu_;
     std::condition_variable cv_;
     enum class phase { waiting, streaming, complete, failed } phase_ = phase::waiting;
-    fleet::http_reply head_;
+    http::client_reply head_;
     std::string body_, error_;
     std::deque<std::string> chunks_;
     size_t queued_bytes_ = 0;
@@ -82,7 +83,7 @@ class upstream_attempt {
 std::string stream_error_frame(const std::string & path, const std::string & content_type, const std::string & message);
 
 // Runs the requests at once (one thread each) and returns their results in order.
-std::vector<result<fleet::http_reply>> parallel_calls(const std::vector<fleet::http_request> & requests);
+std::vector<result<http::client_reply>> parallel_calls(const std::vector<http::client_request> & requests);
 
 // What one host answered to POST /v1/kv/lookup: nullopt when it did not answer in time or not with a
 // lookup (busy / slots are -1 / 0 then).
@@ -91,6 +92,6 @@ struct lookup_reply {
     int busy = -1, slots = 0;
     std::string error;
 };
-lookup_reply parse_lookup_reply(const result<fleet::http_reply> & r);
+lookup_reply parse_lookup_reply(const result<http::client_reply> & r);
 
 }  // namespace rc::gateway

@@ -4,17 +4,12 @@
 #include <cctype>
 #include <map>
 
+#include "util/ascii.h"
 #include "util/quantization.h"
 
 namespace rc::hub {
 
 namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char & c : out) c = (char) std::tolower((unsigned char) c);
-    return out;
-}
 
 std::string_view base_name(std::string_view path) {
     size_t slash = path.find_last_of('/');
@@ -117,9 +112,9 @@ std::optional<result<gguf_choice>> first_matching(const std::vector<model_group>
 
 }  // namespace
 
-bool is_gguf_file(std::string_view path) { return path.size() > 5 && lower(path.substr(path.size() - 5)) == ".gguf"; }
+bool is_gguf_file(std::string_view path) { return path.size() > 5 && ascii_lower(path.substr(path.size() - 5)) == ".gguf"; }
 
-bool is_projector_file(std::string_view path) { return lower(base_name(path)).find("mmproj") != std::string::npos; }
+bool is_projector_file(std::string_view path) { return ascii_lower(base_name(path)).find("mmproj") != std::string::npos; }
 
 std::optional<split_name> parse_split_name(std::string_view path) {
     // "<stem>-00001-of-00003.gguf": the suffix after the stem is exactly 20 characters.
@@ -150,7 +145,7 @@ result<gguf_choice> choose_gguf(const std::vector<repo_file> & files, std::strin
     }
     if (!any_model) return make_error(errc::not_found, "the repository has no GGUF model files");
 
-    if (wanted.empty() || lower(wanted) == "latest") {
+    if (wanted.empty() || ascii_lower(wanted) == "latest") {
         for (const auto & q : quant::preference_order())
             if (auto c = first_matching(groups, [&](const model_group & g) { return !g.projector && g.quant == q; })) return std::move(*c);
         // No known quantization in any name: the smallest model is the safest guess for memory.

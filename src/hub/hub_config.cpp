@@ -1,4 +1,5 @@
 #include "hub/hub_config.h"
+#include "util/ascii.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -18,17 +19,9 @@ std::string default_user_agent() {
 
 namespace {
 
-std::string trim(std::string s) {
-    auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!s.empty() && is_space(s.back())) s.pop_back();
-    size_t i = 0;
-    while (i < s.size() && is_space(s[i])) ++i;
-    return s.substr(i);
-}
-
 // "250ms", "1.5s", "2m", or a bare number of seconds; nullopt for anything else.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
-    std::string t = trim(std::string(text));
+    std::string t(trim(text));
     double scale = 1000;  // to milliseconds
     if (t.ends_with("ms")) scale = 1, t.resize(t.size() - 2);
     else if (t.ends_with("s")) t.pop_back();
@@ -49,7 +42,7 @@ std::string quoted(std::string_view text) {
 }  // namespace
 
 status set_retries(hub_config & cfg, std::string_view text, std::string_view source) {
-    const std::string t = trim(std::string(text));
+    const std::string t(trim(text));
     if (t.empty() || t.size() > 4 || t.find_first_not_of("0123456789") != std::string::npos || std::stoi(t) > 1000)
         return make_error(errc::invalid_argument, std::string(source) + " must be a whole number of retries from 0 to 1000, got " + quoted(text));
     cfg.retry.max_attempts = std::stoi(t) + 1;
@@ -75,7 +68,7 @@ status set_stall_timeout(hub_config & cfg, std::string_view text, std::string_vi
 result<hub_config> config_from_env(const getenv_fn & getenv) {
     auto env = [&](const char * name) -> std::string {
         const char * v = getenv ? getenv(name) : std::getenv(name);
-        return v ? trim(v) : std::string();
+        return v ? std::string(trim(v)) : std::string();
     };
     hub_config cfg;
     if (std::string endpoint = env("HF_ENDPOINT"); !endpoint.empty()) {

@@ -11,6 +11,7 @@
 #include "hub/hub_urls.h"
 #include "hub/partial_file.h"
 #include "hub/retry_policy.h"
+#include "util/ascii.h"
 #include "util/log.h"
 
 namespace rc::hub {
@@ -46,11 +47,6 @@ std::string curl_detail(const std::string & message) {
     const std::string marker = " failed: ";
     auto at = message.find(marker);
     return at == std::string::npos ? message : message.substr(at + marker.size());
-}
-
-std::string lower(std::string s) {
-    for (char & c : s) c = (char) std::tolower((unsigned char) c);
-    return s;
 }
 
 class download_job {
@@ -91,7 +87,7 @@ class download_job {
                                                     " bytes, got " + std::to_string(got) + "; the partial download was deleted");
             }
             std::string digest = pf_.finish_hex();
-            if (!file_.sha256.empty() && digest != lower(file_.sha256)) {
+            if (!file_.sha256.empty() && digest != ascii_lower(file_.sha256)) {
                 if (!fetched) {
                     // Every byte came from an earlier attempt, which may have been cut by a crash: one fresh try.
                     log::warn("hub", "download_restart", {{"file", file_.path}, {"reason", "stale partial does not verify"}});
@@ -100,7 +96,7 @@ class download_job {
                     continue;
                 }
                 pf_.remove();
-                return make_error(errc::data_loss, "sha256 mismatch for " + what_ + ": expected " + lower(file_.sha256) + ", got " + digest +
+                return make_error(errc::data_loss, "sha256 mismatch for " + what_ + ": expected " + ascii_lower(file_.sha256) + ", got " + digest +
                                                     "; the partial download was deleted");
             }
             if (auto st = pf_.sync(); !st) return st.err();
@@ -208,15 +204,16 @@ class download_job {
             }
             return true;
         };
-        cb.on_body = [&](const char * data, size_t n) {
+        cb.on_data = [&](std::string_view data) {
+            const size_t n = data.size();
             if (pf_.size() + n > file_.size) return !(overflow = true);
-            write_status = pf_.append(data, n);
+            write_status = pf_.append(data.data(), n);
             if (!write_status) return false;
             transferred_ += n;
             report();
             return true;
         };
-        cb.should_abort = [&] { return cancelled(); };
+        cb.should_stop = [&] { return cancelled(); };
 
         transport_failure failure = transport_failure::none;
         auto out = http_.stream(url_, headers, cb, &failure);
@@ -242,7 +239,7 @@ class download_job {
             }
             return make_error(errc::internal, "download of " + what_ + " stopped unexpectedly");
         }
-        if (!out->head.is_success()) {
+        if (!out->head.ok()) {
             if (is_retryable_status(out->head.status)) {
                 why.retryable = true;
                 why.reason = "HTTP " + std::to_string(out->head.status);

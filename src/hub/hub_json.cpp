@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "hub/gguf_choice.h"
+#include "util/ascii.h"
 #include "util/quantization.h"
 
 namespace rc::hub {
@@ -31,11 +32,6 @@ bool is_sha256_hex(const std::string & s) {
     return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-std::string lower(std::string s) {
-    for (char & c : s) c = (char) std::tolower((unsigned char) c);
-    return s;
-}
-
 }  // namespace
 
 result<std::vector<repo_file>> parse_tree(const nlohmann::json & j) {
@@ -49,7 +45,7 @@ result<std::vector<repo_file>> parse_tree(const nlohmann::json & j) {
         f.size = number_or_zero(e, "size");
         if (auto lfs = e.find("lfs"); lfs != e.end() && lfs->is_object()) {
             // The LFS oid is the sha256 of the content; the top-level oid is git's blob hash of the pointer.
-            std::string oid = lower(string_or_empty(*lfs, "oid"));
+            std::string oid = ascii_lower(string_or_empty(*lfs, "oid"));
             if (oid.starts_with("sha256:")) oid = oid.substr(7);
             if (is_sha256_hex(oid)) f.sha256 = oid;
             if (lfs->contains("size")) f.size = number_or_zero(*lfs, "size");

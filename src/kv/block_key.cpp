@@ -1,5 +1,7 @@
 #include "kv/block_key.h"
 
+#include <algorithm>
+
 namespace rc::kv {
 
 namespace {
@@ -42,6 +44,23 @@ std::vector<block_key> full_block_keys(const block_key & root, std::span<const i
         keys.push_back(prev);
     }
     return keys;
+}
+
+void key_chain::extend(std::span<const int32_t> tokens) {
+    const size_t B = static_cast<size_t>(block_size_);
+    for (size_t start = keys_.size() * B; start + B <= tokens.size(); start += B) keys_.push_back(full_block_key(before(blocks()), tokens.subspan(start, B)));
+}
+
+void key_chain::truncate(int n_tokens) {
+    const size_t keep = static_cast<size_t>(std::max(0, n_tokens) / block_size_);
+    if (keys_.size() > keep) keys_.resize(keep);
+}
+
+block_key key_chain::key_at(std::span<const int32_t> tokens, int n) {
+    extend(tokens.subspan(0, static_cast<size_t>(n)));
+    const int full = n / block_size_, rest = n % block_size_;
+    if (rest == 0) return before(full);
+    return partial_block_key(before(full), tokens.subspan(static_cast<size_t>(full) * block_size_, static_cast<size_t>(rest)));
 }
 
 }  // namespace rc::kv

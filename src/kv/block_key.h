@@ -48,4 +48,33 @@ block_key partial_block_key(const block_key & prev, std::span<const int32_t> tok
 // The chain of full-block keys of `tokens`: keys[i] covers tokens [i*B, (i+1)*B).
 std::vector<block_key> full_block_keys(const block_key & root, std::span<const int32_t> tokens, int block_size);
 
+// The full-block keys of one growing token sequence, computed once and extended as it grows —
+// never rehashed from the root. Its owner keeps it in step with the tokens: each call passes the
+// sequence's tokens as they are now, which must begin with the tokens already chained (a sequence
+// that was cut back calls truncate() first).
+class key_chain {
+  public:
+    key_chain() = default;
+    key_chain(const block_key & root, int block_size) : root_(root), block_size_(block_size) {}
+
+    // Chains the full blocks of `tokens` not chained yet.
+    void extend(std::span<const int32_t> tokens);
+    // Forgets the blocks that do not lie wholly within the first `n_tokens` tokens.
+    void truncate(int n_tokens);
+
+    int block_size() const { return block_size_; }
+    int blocks() const { return static_cast<int>(keys_.size()); }
+    const block_key & root() const { return root_; }
+    const block_key & at(int i) const { return keys_[static_cast<size_t>(i)]; }  // block i, [i*B, (i+1)*B)
+    const block_key & before(int i) const { return i == 0 ? root_ : at(i - 1); }  // what block i chains from
+    // The key of the state after exactly `n` tokens: block n/B-1's, or the partial tail's after it.
+    // Extends the chain to `n` first.
+    block_key key_at(std::span<const int32_t> tokens, int n);
+
+  private:
+    block_key root_;
+    int block_size_ = 64;
+    std::vector<block_key> keys_;
+};
+
 }  // namespace rc::kv

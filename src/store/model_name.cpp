@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/ascii.h"
 #include "util/quantization.h"
 #include "util/safe_quote.h"
 
@@ -31,14 +32,8 @@ std::string check_component(std::string_view what, std::string_view c) {
     return {};
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char & c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-    return s.size() >= prefix.size() && lower(s.substr(0, prefix.size())) == prefix;
+    return s.size() >= prefix.size() && ascii_lower(s.substr(0, prefix.size())) == prefix;
 }
 
 }  // namespace
@@ -102,9 +97,9 @@ result<model_name> model_name::parse(std::string_view text) {
     } else {
         n.model = std::string(parts.back());
         if (parts.size() >= 2) n.ns = std::string(parts[parts.size() - 2]);
-        if (parts.size() == 3) n.host = lower(parts[0]);
+        if (parts.size() == 3) n.host = ascii_lower(parts[0]);
         // "local/hf.co/m" would be shown as "hf.co/m", which reads back as a (malformed) Hugging Face name.
-        if (const std::string ns = lower(n.ns); ns == hf_host || ns == "huggingface.co")
+        if (const std::string ns = ascii_lower(n.ns); ns == hf_host || ns == "huggingface.co")
             return invalid(text, "the namespace " + safe_quote(n.ns) + " is reserved for Hugging Face names");
     }
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "api/chat_output.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "engine/chat_format.h"
 #include "test_models.h"
 
@@ -106,7 +106,7 @@ TEST(chat_output, tool_calls_are_announced_once_with_a_stable_id) {
     EXPECT_EQ(id.size(), 29u) << "call_ and 24 characters, in both dialects";
     ASSERT_EQ(p.message().tool_calls.size(), 1u);
     EXPECT_EQ(p.message().tool_calls[0].id, id) << "the final message keeps the streamed id";
-    EXPECT_EQ(rc::api::json::parse(args), rc::api::json::parse(p.message().tool_calls[0].arguments));
+    EXPECT_EQ(rc::http::json::parse(args), rc::http::json::parse(p.message().tool_calls[0].arguments));
     EXPECT_EQ(s.content.find("tool_call"), std::string::npos) << "call markup is not content";
 }
 

@@ -6,15 +6,16 @@
 #include <atomic>
 #include <chrono>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/embedding_batch.h"
 #include "api/generation_session.h"
-#include "api/stream_writer.h"
+#include "http/stream_writer.h"
 #include "support/model_dir.h"
 #include "support/poll.h"
 
 using namespace rc;
 using namespace rc::api;
+using namespace rc::http;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 

@@ -4,13 +4,14 @@
 // template says it should.
 #include <gtest/gtest.h>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/reasoning_controls.h"
 #include "engine/chat_format.h"
 #include "tree_templates.h"
 
 using namespace rc;
 using namespace rc::api;
+using namespace rc::http;
 
 namespace {
 

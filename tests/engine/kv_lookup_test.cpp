@@ -1,10 +1,9 @@
 // engine::lookup: it predicts, per tier, exactly the reuse the next request gets, and it changes
 // nothing (statistics, evictions, and the reuse a later request gets are as without it).
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "engine_fixture.h"
+#include "support/temp_dir.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -18,13 +17,6 @@ const char * prompt_b = "Bob wants a recipe for sourdough bread with a long cold
 
 class kv_lookup : public ::testing::Test {
   protected:
-    void SetUp() override {
-        disk_dir = fs::temp_directory_path() / ("rc-lookup-" + std::to_string(getpid()) + "-" +
-                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(disk_dir);
-    }
-    void TearDown() override { fs::remove_all(disk_dir); }
-
     std::unique_ptr<engine::engine> start(size_t host_budget, bool disk, int cached_sequences) {
         engine::engine_options o;
         o.n_ctx = 2048;
@@ -90,7 +82,8 @@ class kv_lookup : public ::testing::Test {
     }
     static int all_but_last(size_t n) { return static_cast<int>(n) - 1; }
 
-    fs::path disk_dir;
+    temp_dir tmp_{"lookup"};  // fresh for each test, removed after it
+    const fs::path disk_dir = tmp_.path();
 };
 
 }  // namespace

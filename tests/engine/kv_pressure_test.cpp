@@ -4,14 +4,13 @@
 // "failed to find" lines into failures), every resume reuses what was stored, and greedy output equals
 // a run with an ample pool. The model is tiny-chat-f32 (greedy_margin.h): KV cells land in different
 // places in a tight pool than in an ample one, and only that model keeps the numerics out of the way.
-#include <unistd.h>
-
 #include <filesystem>
 #include <thread>
 
 #include "engine_fixture.h"
 #include "greedy_margin.h"
 #include "support/exact_kernels.h"
+#include "support/temp_dir.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -29,13 +28,6 @@ struct setup {
 
 class kv_pressure : public ::testing::Test {
   protected:
-    void SetUp() override {
-        disk_dir = fs::temp_directory_path() /
-                   ("rc-kvp-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(disk_dir);
-    }
-    void TearDown() override { fs::remove_all(disk_dir); }
-
     std::unique_ptr<engine::engine> start(const setup & s) {
         engine::engine_options o;
         o.n_ctx = s.n_ctx;
@@ -70,7 +62,8 @@ class kv_pressure : public ::testing::Test {
         return r;
     }
 
-    fs::path disk_dir;
+    temp_dir tmp_{"kvp"};  // fresh for each test, removed after it
+    const fs::path disk_dir = tmp_.path();
 };
 
 // A rotation of conversations: turn t of each in turn. Returns each request's result, in order.

@@ -1,11 +1,10 @@
 // Whole-sequence snapshots for a recurrent model (tiny-mamba, ARCHITECTURE.md §5): its state is not
 // per-token KV, so the tiers hold the state after exactly N tokens. Greedy output after restoring
 // a snapshot from host RAM, from disk and after a restart must equal a run that recomputed.
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "engine_fixture.h"
+#include "support/temp_dir.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -15,13 +14,6 @@ namespace {
 
 class kv_snapshots : public ::testing::Test {
   protected:
-    void SetUp() override {
-        disk_dir = fs::temp_directory_path() /
-                   ("rc-snap-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(disk_dir);
-    }
-    void TearDown() override { fs::remove_all(disk_dir); }
-
     std::unique_ptr<engine::engine> start(size_t host_budget, bool disk) {
         engine::engine_options o;
         o.n_ctx = 2048;
@@ -45,7 +37,8 @@ class kv_snapshots : public ::testing::Test {
     }
     std::vector<llama_token> tokens(engine::engine & e, const std::string & text) { return e.model().tokenize(text, true, false); }
 
-    fs::path disk_dir;
+    temp_dir tmp_{"snap"};  // fresh for each test, removed after it
+    const fs::path disk_dir = tmp_.path();
 };
 
 const char * prompt_a = "Alice asked about the history of the printing press and how it changed Europe in the fifteenth century";

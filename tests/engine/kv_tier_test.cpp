@@ -1,14 +1,13 @@
 // KV tiering through the engine (ARCHITECTURE.md §5) on the Q8_0 model with an F32 KV cache, where a
 // restored block gives bit-identical logits: greedy output after demoting to host, to disk, and
 // after a restart must equal a run that never evicted.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
 #include "engine_fixture.h"
 #include "greedy_margin.h"
 #include "support/exact_kernels.h"
+#include "support/temp_dir.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -24,13 +23,6 @@ struct tier_setup {
 
 class kv_tiers : public ::testing::Test {
   protected:
-    void SetUp() override {
-        disk_dir = fs::temp_directory_path() /
-                   ("rc-kv-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(disk_dir);
-    }
-    void TearDown() override { fs::remove_all(disk_dir); }
-
     std::unique_ptr<engine::engine> start(const tier_setup & t, int n_ctx = 4096, const std::string & model = "tiny-chat-q8") {
         engine::engine_options o;
         o.n_ctx = n_ctx;
@@ -63,7 +55,8 @@ class kv_tiers : public ::testing::Test {
     // context while B runs, and its next turn is reused from there in full.
     void expect_idle_conversation_stays(size_t host_budget);
 
-    fs::path disk_dir;
+    temp_dir tmp_{"kv"};  // fresh for each test, removed after it
+    const fs::path disk_dir = tmp_.path();
 };
 
 // Resending a stored conversation's prompt (a regenerate) reuses all of it but its last token, whose

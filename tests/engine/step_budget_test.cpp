@@ -2,8 +2,6 @@
 // model, so the very first long prompt on a fresh engine is cut into chunks and the streams already
 // decoding keep getting tokens while it is prefilled. The model costs nothing at load (issue 34): it
 // is remembered across loads (step_cost_cache.h), else learned from the first steps.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -11,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine_fixture.h"
+#include "support/temp_dir.h"
 
 using namespace rc;
 using namespace rc::test;
@@ -46,17 +45,8 @@ std::vector<llama_token> long_prompt(const llama::model & m, int words) {
 
 // A step cost file in a directory of its own, removed at the end.
 struct cost_file {
-    std::filesystem::path dir;
-    std::filesystem::path file;
-    cost_file() {
-        static int counter = 0;
-        dir = std::filesystem::temp_directory_path() / ("rc-step-cost-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-        file = dir / ".state" / "step-cost.json";
-    }
-    ~cost_file() {
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
+    temp_dir dir{"step-cost"};
+    std::filesystem::path file = dir.path() / ".state" / "step-cost.json";
     nlohmann::json read() const {
         std::ifstream in(file);
         return in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();

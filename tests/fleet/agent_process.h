@@ -14,7 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "fleet_test_util.h"
+#include "support/poll.h"
+#include "support/port.h"
+#include "support/process.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
+#include "support/text_file.h"
 
 namespace rc::test {
 
@@ -50,9 +55,10 @@ class agent_process {
         for (const auto & [flag, value] : {std::pair<std::string, std::string>{"--ctx-size", "1024"}, {"--parallel", "2"}})
             if (std::find(cfg_.extra.begin(), cfg_.extra.end(), flag) == cfg_.extra.end()) args.insert(args.end(), {flag, value});
         args.insert(args.end(), cfg_.extra.begin(), cfg_.extra.end());
-        std::vector<std::string> env = environment();
-        env.insert(env.end(), cfg_.env.begin(), cfg_.env.end());
-        pid_ = spawn_tied(std::move(args), std::move(env), log_path().string());
+        spawn_options o = tied_to_test(log_path().string());
+        o.env = environment_with();
+        o.env.insert(o.env.end(), cfg_.env.begin(), cfg_.env.end());
+        pid_ = spawn(args, o);
     }
 
     // kill -9 of the agent; `server_pid` > 0 is killed too (the record tells it).
@@ -112,17 +118,10 @@ struct cli_output {
 
 // Runs `rustycage ARGS...` to completion.
 inline cli_output run_rustycage(const std::vector<std::string> & args) {
-    std::string cmd = std::string("'") + RC_RUSTYCAGE_BIN + "'";
-    for (const auto & a : args) cmd += " '" + a + "'";
-    cmd += " 2>&1";
-    cli_output r;
-    FILE * p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-    const int st = pclose(p);
-    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
+    std::vector<std::string> argv = {RC_RUSTYCAGE_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const command_result r = run_command(argv);
+    return {r.code, r.out + r.err};
 }
 
 }  // namespace rc::test

@@ -16,7 +16,11 @@
 
 #include "fleet/etcd/etcd_gateway.h"
 #include "etcd_tls.h"
-#include "fleet_test_util.h"
+#include "support/poll.h"
+#include "support/port.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+#include "support/text_file.h"
 
 namespace rc::test {
 
@@ -129,7 +133,7 @@ class etcd_cluster {
             args.insert(args.end(), {"--cert-file", tls_->cert("server").string(), "--key-file", tls_->key("server").string(), "--trusted-ca-file",
                                      tls_->ca().string(), "--client-cert-auth"});
         (void) initial;
-        m.pid = spawn_tied(std::move(args), environment(), (dir_.path() / (m.name + ".log")).string());
+        m.pid = spawn(args, tied_to_test((dir_.path() / (m.name + ".log")).string()));
     }
 
     temp_dir dir_;

@@ -63,9 +63,9 @@ TEST_F(fleet_agents, membership_and_peer_health_follow_agents_and_servers) {
     // The web console of a's server shows the fleet its agent is in (the agent passes --fleet-etcd).
     auto console_hosts = [&](const char * on) {
         std::map<std::string, std::string> states;
-        fleet::http_request req;
+        http::client_request req;
         req.url = record(on)->openai_url + "/v1/console/fleet";
-        auto reply = fleet::http_call(req);
+        auto reply = http::call(req);
         if (!reply || !reply->ok()) return states;
         auto doc = json::parse(reply->body);
         if (!doc.value("configured", false) || !doc.contains("hosts")) return states;

@@ -43,14 +43,14 @@ class fleet_faults : public fleet_fixture {
         o.endpoints = std::move(endpoints);
         etcd = std::make_unique<fleet::etcd_gateway>(o);
     }
-    result<fleet::http_reply> chat(const std::string & url, const std::string & model, int max_tokens = 2) {
-        fleet::http_request r;
+    result<http::client_reply> chat(const std::string & url, const std::string & model, int max_tokens = 2) {
+        http::client_request r;
         r.method = "POST";
         r.url = url + "/v1/chat/completions";
         r.headers = {"Content-Type: application/json"};
         r.body = json{{"model", model}, {"messages", {{{"role", "user"}, {"content", "hello"}}}}, {"max_tokens", max_tokens}}.dump();
         r.timeout = 60s;
-        return fleet::http_call(r);
+        return http::call(r);
     }
 
     std::unique_ptr<fleet::etcd_gateway> gw_etcd;
@@ -205,7 +205,7 @@ TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_str
     std::vector<std::thread> clients;
     for (int i = 0; i < 4; ++i)
         clients.emplace_back([&, i] {
-            fleet::http_request r;
+            http::client_request r;
             r.method = "POST";
             r.url = rec.openai_url + "/v1/chat/completions";
             r.headers = {"Content-Type: application/json"};
@@ -214,7 +214,7 @@ TEST_F(fleet_faults, kill_9_of_an_agent_drains_its_server_instead_of_cutting_str
                          .dump();
             r.timeout = 120s;
             bool counted = false;
-            auto reply = fleet::http_stream(r, [&](std::string_view d) {
+            auto reply = http::stream(r, [&](std::string_view d) {
                 if (!counted) {
                     counted = true;
                     ++started;

@@ -128,13 +128,13 @@ struct duo_client {
         return h.ok() ? std::optional<fleet::host_record>(h.value()) : std::nullopt;
     }
     static bool chat(const std::string & url) {
-        fleet::http_request req;
+        http::client_request req;
         req.method = "POST";
         req.url = url + "/v1/chat/completions";
         req.headers = {"Content-Type: application/json"};
         req.body = R"({"model":"duo","messages":[{"role":"user","content":"hi"}],"max_tokens":2})";
         req.timeout = 20s;
-        auto r = fleet::http_call(req);
+        auto r = http::call(req);
         return r.ok() && r->status == 200;
     }
     fleet::etcd_gateway & etcd;
@@ -169,21 +169,16 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
         expect_on_new_version(id);
         // The host record reports what the server runs, and the packed binary says what it was packed as.
         EXPECT_TRUE(poll_until([&] { auto r = record(id); return r && r->version == good_version; }, 30s)) << id << " reports " << record(id)->version;
-        fleet::http_request metadata;
+        http::client_request metadata;
         metadata.url = record(id)->openai_url + "/v1/metadata";
-        auto packed = fleet::http_call(metadata);
+        auto packed = http::call(metadata);
         ASSERT_TRUE(packed.ok());
         EXPECT_EQ(json::parse(packed->body).value("version", ""), good_version) << id;
     }
     {
         const auto bin = data("a") / "versions" / good_version / "bin" / "rustycage";
-        FILE * p = popen(("'" + bin.string() + "' version --no-devices 2>&1").c_str(), "r");
-        ASSERT_TRUE(p);
-        std::string out;
-        char buf[512];
-        for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-        pclose(p);
-        EXPECT_EQ(out.rfind("rustycage " + good_version + " ", 0), 0u) << out;
+        const auto version = run_command({bin.string(), "version", "--no-devices"});
+        EXPECT_EQ(version.out.rfind("rustycage " + good_version + " ", 0), 0u) << version.out << version.err;
     }
     EXPECT_EQ(client.failed, 0) << "a request failed on every up host";
     EXPECT_EQ(client.both_down, 0) << "duo's two hosts were down at once";
@@ -198,9 +193,9 @@ TEST_F(fleet_rollout, a_good_upgrade_reaches_every_host_and_a_shared_model_is_ne
 
     // The web console of a host on the new version shows the finished rollout.
     auto console_rollout = [&]() -> json {
-        fleet::http_request req;
+        http::client_request req;
         req.url = record("a")->openai_url + "/v1/console/fleet";
-        auto reply = fleet::http_call(req);
+        auto reply = http::call(req);
         if (!reply || !reply->ok()) return nullptr;
         auto doc = json::parse(reply->body);
         return doc.contains("rollouts") && !doc["rollouts"].empty() ? doc["rollouts"][0] : json(nullptr);

@@ -24,7 +24,7 @@
 #include "fleet/etcd/etcd_gateway.h"
 #include "fleet/etcd/fleet_keys.h"
 #include "fleet/host/host_record.h"
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 
 namespace rc::test {
 
@@ -141,13 +141,13 @@ class fleet_fixture : public ::testing::Test {
     }
     // A one-token chat completion against a host's server.
     bool serves(const std::string & openai_url) {
-        fleet::http_request req;
+        http::client_request req;
         req.method = "POST";
         req.url = openai_url + "/v1/chat/completions";
         req.headers = {"Content-Type: application/json"};
         req.body = R"({"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2})";
         req.timeout = std::chrono::seconds(30);
-        auto r = fleet::http_call(req);
+        auto r = http::call(req);
         return r.ok() && r->status == 200;
     }
     std::string logs() {

@@ -86,10 +86,10 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
     EXPECT_NE(status.out.find("\"id\": \"a\""), std::string::npos) << status.out;
     auto plain = run_rustycage({"fleet", "status", "--etcd", cluster->endpoints(), "--etcd-cacert", pki->ca().string()});
     EXPECT_NE(plain.code, 0) << "no client certificate, no fleet: " << plain.out;
-    fleet::http_request console;
+    http::client_request console;
     console.url = record("a")->openai_url + "/v1/console/fleet";
     ASSERT_TRUE(poll_until([&] {
-        auto r = fleet::http_call(console);
+        auto r = http::call(console);
         return r.ok() && r->ok() && r->body.find("\"id\":\"a\"") != std::string::npos;
     }, 30s)) << "the console reads the fleet with the agent's credentials";
 
@@ -168,10 +168,10 @@ TEST_F(fleet_trust, no_secret_reaches_a_record_an_incident_an_issue_a_page_or_a_
     ASSERT_EQ(incidents.code, 0) << incidents.out;
     ASSERT_NE(incidents.out.find("server_crash"), std::string::npos) << incidents.out;
     seen.emplace_back("incidents list", incidents.out);
-    fleet::http_request console;
+    http::client_request console;
     console.url = record("a")->openai_url + "/v1/console/fleet";
     console.headers = {"Authorization: Bearer " + api_key};
-    auto page = fleet::http_call(console);
+    auto page = http::call(console);
     ASSERT_TRUE(page.ok() && page->ok());
     seen.emplace_back("console", page->body);
     for (const auto & i : gh.issues()) {

@@ -7,7 +7,11 @@
 #include "fake_github.h"
 #include "fleet/incidents/incident_publisher.h"
 #include "fleet/incidents/outbox.h"
-#include "fleet_test_util.h"
+#include "support/poll.h"
+#include "support/port.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+#include "support/text_file.h"
 #include "store/timestamps.h"
 
 namespace rc::fleet {

@@ -17,7 +17,11 @@
 #include "fleet/rollout/rollout_plan.h"
 #include "fleet/rollout/rollout_slots.h"
 #include "fleet/host/supervisor.h"
-#include "fleet_test_util.h"
+#include "support/poll.h"
+#include "support/port.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+#include "support/text_file.h"
 #include "store/timestamps.h"
 #include "util/sha256.h"
 

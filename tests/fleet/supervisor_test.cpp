@@ -9,7 +9,11 @@
 #include <thread>
 
 #include "fleet/host/supervisor.h"
-#include "fleet_test_util.h"
+#include "support/poll.h"
+#include "support/port.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+#include "support/text_file.h"
 
 namespace rc::fleet {
 namespace {

@@ -75,14 +75,14 @@ class gateway_fleet : public fleet_fixture {
         return false;
     }
 
-    result<fleet::http_reply> post(const std::string & path, const std::string & body, std::chrono::milliseconds timeout = 60s) {
-        fleet::http_request r;
+    result<http::client_reply> post(const std::string & path, const std::string & body, std::chrono::milliseconds timeout = 60s) {
+        http::client_request r;
         r.method = "POST";
         r.url = base + path;
         r.headers = {"Content-Type: application/json"};
         r.body = body;
         r.timeout = timeout;
-        return fleet::http_call(r);
+        return http::call(r);
     }
     // rustycage_gateway_routed_total for `host` (and `reason`, when given).
     double routed(const std::string & host, const std::string & reason = "") {
@@ -133,16 +133,16 @@ TEST_F(gateway_fleet, a_model_only_one_host_has_is_routed_there_and_hostile_inpu
     EXPECT_EQ(routed_total(), before) << "nothing hostile was forwarded";
 
     // The union of the fleet's models.
-    fleet::http_request models;
+    http::client_request models;
     models.url = base + "/v1/models";
-    auto m = fleet::http_call(models);
+    auto m = http::call(models);
     ASSERT_TRUE(m.ok() && m->ok());
     std::set<std::string> ids;
     const json listed = json::parse(m->body);
     for (const auto & e : listed["data"]) ids.insert(e["id"].get<std::string>());
     EXPECT_TRUE(ids.count("tiny") && ids.count("solo")) << m->body;
     models.url = base + "/api/tags";
-    auto tags = fleet::http_call(models);
+    auto tags = http::call(models);
     ASSERT_TRUE(tags.ok() && tags->ok());
     EXPECT_EQ(json::parse(tags->body)["models"].size(), 2u) << tags->body;
 }
@@ -150,13 +150,13 @@ TEST_F(gateway_fleet, a_model_only_one_host_has_is_routed_there_and_hostile_inpu
 TEST_F(gateway_fleet, a_cached_prefix_is_routed_to_its_host_and_a_hot_one_spreads) {
     // h2 alone has run this conversation: its lookup reports the prompt in its context.
     const std::string prompt = long_prompt("cache");
-    fleet::http_request direct;
+    http::client_request direct;
     direct.method = "POST";
     direct.url = record("h2")->openai_url + "/v1/chat/completions";
     direct.headers = {"Content-Type: application/json"};
     direct.body = chat_body("tiny", prompt, 2);
     direct.timeout = 60s;
-    ASSERT_TRUE(fleet::http_call(direct).ok());
+    ASSERT_TRUE(http::call(direct).ok());
 
     auto r = post("/v1/chat/completions", chat_body("tiny", prompt, 2));
     ASSERT_TRUE(r.ok());
@@ -176,14 +176,14 @@ TEST_F(gateway_fleet, a_cached_prefix_is_routed_to_its_host_and_a_hot_one_spread
     std::atomic<int> started{0};
     for (int i = 0; i < 6; ++i) {
         streams.emplace_back([&, i] {
-            fleet::http_request s;
+            http::client_request s;
             s.method = "POST";
             s.url = base + "/v1/chat/completions";
             s.headers = {"Content-Type: application/json"};
             s.body = chat_body("tiny", prompt, 300, true);
             s.timeout = 300s;  // six at once on lavapipe (make test-vulkan) take minutes
             bool first = true;
-            auto end = fleet::http_stream(
+            auto end = http::stream(
                 s,
                 [&](std::string_view) {
                     if (first) ++started;
@@ -221,7 +221,7 @@ TEST_F(gateway_fleet, a_host_that_dies_before_answering_is_retried_elsewhere_and
     ASSERT_GT(pid, 0);
     ASSERT_EQ(::kill(pid, SIGSTOP), 0);
 
-    std::optional<result<fleet::http_reply>> answer;
+    std::optional<result<http::client_reply>> answer;
     std::thread client([&] { answer = post("/v1/chat/completions", chat_body("tiny", conversation, 2), 120s); });
     const bool waited_on_h1 = poll_until([&] {
         auto h = gw->context().hosts.host("h1");
@@ -250,7 +250,7 @@ TEST_F(gateway_fleet, a_host_that_dies_before_answering_is_retried_elsewhere_and
 }
 
 TEST_F(gateway_fleet, a_stream_that_dies_midway_ends_with_an_error_in_the_dialects_shape) {
-    fleet::http_request s;
+    http::client_request s;
     s.method = "POST";
     s.url = base + "/api/chat";
     s.headers = {"Content-Type: application/json"};
@@ -260,7 +260,7 @@ TEST_F(gateway_fleet, a_stream_that_dies_midway_ends_with_an_error_in_the_dialec
     s.timeout = 120s;
     std::string body;
     bool killed = false;
-    auto end = fleet::http_stream(
+    auto end = http::stream(
         s,
         [&](std::string_view d) {
             body.append(d);

@@ -208,7 +208,7 @@ TEST(upstream_call, error_frames_follow_the_stream_framing_and_lookup_replies_pa
     EXPECT_EQ(json::parse(sse.substr(6))["error"]["code"], "upstream_failed");
     EXPECT_TRUE(stream_error_frame("/v1/responses", "text/event-stream", "boom").starts_with("event: error\n"));
 
-    fleet::http_reply r;
+    http::client_reply r;
     r.status = 200;
     r.body = R"({"model":"tiny","loaded":true,"prompt_tokens":100,"cached_tokens":70,"tiers":{"context":50,"host":20,"disk":0},"load":{"running":2,"queued":1,"slots":4}})";
     auto l = parse_lookup_reply(r);

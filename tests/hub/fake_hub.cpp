@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,9 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "support/process.h"
 #include "util/sha256.h"
-
-extern char ** environ;
 
 namespace rc::test {
 
@@ -104,15 +102,10 @@ fake_hub::fake_hub(const fs::path & root) {
     }
     std::vector<std::string> args = {RC_NODE, std::string(RC_FAKE_HUB_DIR) + "/server.mjs", "--root", root.string(),
                                      "--port", "0", "--exit-on-stdin-close"};
-    std::vector<char *> argv;
-    for (auto & a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);  // dup2 clears O_CLOEXEC on the target
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
+    spawn_options o;
+    o.stdin_fd = in[0];
+    o.stdout_fd = out[1];
+    pid_ = spawn(args, o);
     close(in[0]);
     close(out[1]);
     stdin_fd_ = in[1];

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-extern char ** environ;
+#include "support/process.h"
 
 namespace rc::test {
 
@@ -35,19 +34,12 @@ class child_process {
     child_process(const std::vector<std::string> & args, const env_map & env, const std::filesystem::path & cwd = {}) {
         int out[2], err[2];
         if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return;
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-        posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
-        if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-        std::vector<std::string> envs = environment(env);
-        std::vector<char *> argv, envp;
-        for (const auto & a : args) argv.push_back(const_cast<char *>(a.c_str()));
-        argv.push_back(nullptr);
-        for (const auto & e : envs) envp.push_back(const_cast<char *>(e.c_str()));
-        envp.push_back(nullptr);
-        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
-        posix_spawn_file_actions_destroy(&fa);
+        spawn_options o;
+        o.env = environment(env);
+        o.cwd = cwd;
+        o.stdout_fd = out[1];
+        o.stderr_fd = err[1];
+        pid_ = spawn(args, o);
         close(out[1]);
         close(err[1]);
         fds_[0] = out[0];
@@ -101,18 +93,12 @@ class child_process {
   private:
     // A developer's Hub token, proxy or models dir must not leak into the commands under test.
     static std::vector<std::string> environment(const env_map & overrides) {
-        std::vector<std::string> out;
-        for (char ** e = environ; *e; ++e) {
-            std::string_view kv(*e);
-            if (kv.starts_with("HF_") || kv.starts_with("RUSTYCAGE_") || kv.starts_with("http_proxy=") || kv.starts_with("https_proxy=") ||
-                kv.starts_with("HTTP_PROXY=") || kv.starts_with("HTTPS_PROXY="))
-                continue;
-            out.emplace_back(kv);
-        }
-        out.push_back("NO_PROXY=127.0.0.1,localhost");
-        out.push_back("no_proxy=127.0.0.1,localhost");
-        for (const auto & [k, v] : overrides) out.push_back(k + "=" + v);
-        return out;
+        env_map all = {{"NO_PROXY", "127.0.0.1,localhost"}, {"no_proxy", "127.0.0.1,localhost"}};
+        for (const auto & [k, v] : overrides) all[k] = v;
+        return environment_with(all, [](std::string_view name) {
+            return name.starts_with("HF_") || name.starts_with("RUSTYCAGE_") || name == "http_proxy" || name == "https_proxy" ||
+                   name == "HTTP_PROXY" || name == "HTTPS_PROXY";
+        });
     }
 
     // One poll round; false once both streams have ended.

@@ -35,7 +35,9 @@ using json = nlohmann::json;
 
 #include "child_process.h"
 #include "hub/fake_hub.h"
+#include "support/port.h"
 #include "support/server_process.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -46,6 +48,7 @@ std::string model_file(const std::string & preset) { return std::string(RC_TEST_
 using rc::test::child_process;
 using rc::test::cli_result;
 
+using rc::test::free_port;
 using rc::test::fake_hub;  // tests/hub/fake_hub.h: the fake Hub server, shared with the hub tests
 
 const std::string k_repo = "owner/tiny-GGUF";
@@ -54,17 +57,11 @@ const std::string k_q8_name = "hf.co/owner/tiny-GGUF:Q8_0";
 class cli_models : public ::testing::Test {
   protected:
     void SetUp() override {
-        std::string tmpl = (fs::temp_directory_path() / "rc-cli-models-XXXXXX").string();
-        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-        root_ = tmpl;
+        root_ = tmp_.path();
         models_ = root_ / "models";
         ASSERT_TRUE(fs::exists(std::string(RC_RUSTYCAGE_BIN))) << std::string(RC_RUSTYCAGE_BIN) << " is missing: build the rustycage target";
     }
-    void TearDown() override {
-        hub_.reset();
-        std::error_code ec;
-        fs::remove_all(root_, ec);
-    }
+    void TearDown() override { hub_.reset(); }  // before its files go with tmp_
 
     // The fake Hub, started on first use; the test is skipped without node.
     fake_hub * hub() {
@@ -120,6 +117,7 @@ class cli_models : public ::testing::Test {
         ASSERT_EQ(r.code, 0) << r.out << r.err;
     }
 
+    rc::test::temp_dir tmp_{"cli-models"};
     fs::path root_, models_;
     std::unique_ptr<fake_hub> hub_;
 };
@@ -427,19 +425,6 @@ TEST_F(cli_models, search_lists_the_repo_and_its_quantizations) {
     EXPECT_EQ(j[0]["downloads"], 42);
 }
 
-int unused_port() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof addr;
-    bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
-    getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
-    close(fd);
-    return ntohs(addr.sin_port);
-}
-
 // The Hub's verdict reaches an API client as the Hub gave it: a refused pull of a gated repository
 // is a 401 that says what to do about HF_TOKEN (it was a 400 while the hub module had no codes for it).
 TEST_F(cli_models, a_pull_the_hub_refuses_answers_with_the_hubs_status) {
@@ -467,7 +452,7 @@ TEST_F(cli_models, a_pull_the_hub_refuses_answers_with_the_hubs_status) {
 }
 
 TEST_F(cli_models, ps_without_a_server_says_so) {
-    const std::string host = "http://127.0.0.1:" + std::to_string(unused_port());
+    const std::string host = "http://127.0.0.1:" + std::to_string(free_port());
     auto r = run({"ps", "--host", host});
     EXPECT_EQ(r.code, 1);
     EXPECT_TRUE(contains(r.err, "no rustycage server answers at " + host)) << r.err;

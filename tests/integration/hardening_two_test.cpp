@@ -22,6 +22,7 @@
 
 #include "support/raw_conn.h"
 #include "support/server_process.h"
+#include "support/temp_dir.h"
 #include "test_models.h"
 
 using json = nlohmann::json;
@@ -386,7 +387,8 @@ TEST(hardening_two_gguf, a_model_file_with_a_hostile_template_cannot_crash_the_s
     ASSERT_GT(len, hostile.size());
     std::string replacement = hostile + std::string(len - hostile.size(), ' ');  // the same length: the file stays valid
     std::copy(replacement.begin(), replacement.end(), bytes.begin() + std::ptrdiff_t(at + 8));
-    const auto path = std::filesystem::temp_directory_path() / ("rc-hostile-" + std::to_string(::getpid()) + ".gguf");
+    const rc::test::temp_dir dir("hostile");  // declared before the server, so it outlives the server's link to the file
+    const auto path = dir.path() / "hostile.gguf";
     std::ofstream(path, std::ios::binary) << bytes;
 
     rc::test::server_process s({{"demo", model_path("tiny-chat")}, {"evil", path.string()}});
@@ -407,5 +409,4 @@ TEST(hardening_two_gguf, a_model_file_with_a_hostile_template_cannot_crash_the_s
     auto fine = c.Post("/v1/chat/completions", R"({"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2})", "application/json");
     ASSERT_TRUE(fine);
     EXPECT_EQ(fine->status, 200) << fine->body;
-    std::filesystem::remove(path);
 }

@@ -12,6 +12,7 @@
 
 #include "support/exact_kernels.h"
 #include "support/server_process.h"
+#include "support/temp_dir.h"
 #include "test_models.h"
 
 using json = nlohmann::json;
@@ -51,8 +52,8 @@ double metric(int port, const std::string & name, const std::string & labels = R
 }  // namespace
 
 TEST(kv_durability, kill_9_during_write_back_then_corruption_is_never_served) {
-    const fs::path kv_dir = fs::temp_directory_path() / ("rc-kv-durability-" + std::to_string(getpid()));
-    fs::remove_all(kv_dir);
+    const rc::test::temp_dir tmp("kv-durability");  // declared before the servers, so removed after they stop
+    const fs::path kv_dir = tmp.path();
     const std::vector<std::string> args = {"--kv-disk-dir", kv_dir.string(), "--kv-disk-budget", "64MiB", "--kv-host-budget", "0",
                                            "--kv-cached-sequences", "0", "--kv-block-size", "16", "--kv-type", "f32"};
     const auto model = std::vector<std::pair<std::string, std::string>>{{"demo", rc::test::model_path("tiny-chat-q8")}};
@@ -70,7 +71,7 @@ TEST(kv_durability, kill_9_during_write_back_then_corruption_is_never_served) {
             });
         }
         auto files = [&] {
-            std::error_code ec;  // the directory appears when the model loads; files come and go
+            std::error_code ec;  // files come and go
             size_t n = 0;
             for (fs::directory_iterator it(kv_dir, ec), end; !ec && it != end; it.increment(ec)) ++n;
             return n;
@@ -120,13 +121,11 @@ TEST(kv_durability, kill_9_during_write_back_then_corruption_is_never_served) {
     const std::string once = complete(s.openai_port(), "and it still serves");
     EXPECT_NE(once, "<error>");
     EXPECT_SAME_OUTPUT(complete(s.openai_port(), "and it still serves"), once);
-    s.stop();  // write-back may still be running: removing the directory under it would race
-    fs::remove_all(kv_dir, ec);
 }
 
 TEST(kv_prefetch, a_prefetched_conversation_resumes_from_host_ram_after_a_restart) {
-    const fs::path kv_dir = fs::temp_directory_path() / ("rc-kv-prefetch-" + std::to_string(getpid()));
-    fs::remove_all(kv_dir);
+    const rc::test::temp_dir tmp("kv-prefetch");  // declared before the servers, so removed after they stop
+    const fs::path kv_dir = tmp.path();
     const std::vector<std::string> args = {"--kv-disk-dir", kv_dir.string(), "--kv-disk-budget", "64MiB", "--kv-host-budget", "64MiB",
                                            "--kv-cached-sequences", "0", "--kv-block-size", "16", "--kv-type", "f32"};
     const auto model = std::vector<std::pair<std::string, std::string>>{{"demo", rc::test::model_path("tiny-chat-q8")}};
@@ -164,9 +163,6 @@ TEST(kv_prefetch, a_prefetched_conversation_resumes_from_host_ram_after_a_restar
     EXPECT_EQ(complete(s.openai_port(), conversation + " and then"), before);
     EXPECT_GT(metric(s.openai_port(), "rustycage_kv_prompt_tokens_total", R"(model="demo",source="host")"), 0);
     EXPECT_EQ(metric(s.openai_port(), "rustycage_kv_prompt_tokens_total", R"(model="demo",source="disk")"), 0);
-    s.stop();
-    std::error_code ec;
-    fs::remove_all(kv_dir, ec);
 }
 
 // The KV-pressure issue's second reproduction over HTTP: four long generations at once on a pool

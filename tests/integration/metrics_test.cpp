@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "support/shared_server.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
 
 using json = nlohmann::json;
 using rc::test::model_path;
@@ -258,17 +260,12 @@ TEST_F(metrics_endpoint, exposition_passes_promtool) {
     std::string promtool = find_promtool();
     if (promtool.empty()) GTEST_SKIP() << "promtool is not installed (Debian package prometheus; scripts/setup.sh installs it)";
     for (const std::string * body : {&text, &v1}) {
-        auto file = std::filesystem::temp_directory_path() / ("rc-metrics-" + std::to_string(getpid()) + ".prom");
+        const rc::test::temp_dir dir("metrics");
+        const auto file = dir.path() / "exposition.prom";
         std::ofstream(file) << *body;
-        FILE * p = popen((promtool + " check metrics < " + file.string() + " 2>&1").c_str(), "r");
-        ASSERT_TRUE(p);
-        std::string out;
-        char buf[512];
-        while (fgets(buf, sizeof buf, p)) out += buf;
-        int rc = pclose(p);
-        std::filesystem::remove(file);
-        EXPECT_EQ(rc, 0) << out << "\n--- exposition ---\n" << *body;
-        EXPECT_EQ(out, "") << *body;
+        const auto r = rc::test::run_command({promtool, "check", "metrics"}, {}, file.string());
+        EXPECT_EQ(r.code, 0) << r.out << r.err << "\n--- exposition ---\n" << *body;
+        EXPECT_EQ(r.out + r.err, "") << *body;
     }
 }
 

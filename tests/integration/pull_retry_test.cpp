@@ -19,6 +19,7 @@
 #include "child_process.h"
 #include "hub/fake_hub.h"
 #include "support/server_process.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -45,9 +46,8 @@ class pull_retry : public ::testing::Test {
   protected:
     void SetUp() override {
         if (!fake_hub::node_available()) GTEST_SKIP() << "node not found: the fake Hub cannot run";
-        std::string tmpl = (fs::temp_directory_path() / "rc-pull-retry-XXXXXX").string();
-        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-        root_ = tmpl;
+        tmp_ = std::make_unique<rc::test::temp_dir>("pull-retry");
+        root_ = tmp_->path();
         models_ = root_ / "models";
         const fs::path repo = root_ / "hub" / k_repo;
         fs::create_directories(repo);
@@ -57,9 +57,8 @@ class pull_retry : public ::testing::Test {
         ASSERT_TRUE(hub_->started()) << "the fake Hub did not start";
     }
     void TearDown() override {
-        hub_.reset();
-        std::error_code ec;
-        if (!root_.empty()) fs::remove_all(root_, ec);
+        hub_.reset();  // before its files go
+        tmp_.reset();
     }
 
     // `rustycage pull k_name ARGS... --models-dir <models>`, with `env` on top of HF_ENDPOINT.
@@ -93,6 +92,7 @@ class pull_retry : public ::testing::Test {
         return out;
     }
 
+    std::unique_ptr<rc::test::temp_dir> tmp_;  // made after the skip check: none for a skipped test
     fs::path root_, models_;
     std::unique_ptr<fake_hub> hub_;
 };

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "support/server_process.h"
+#include "support/temp_dir.h"
 #include "test_models.h"
 
 using json = nlohmann::json;
@@ -65,8 +66,8 @@ TEST(restart_preload, a_preload_of_a_model_that_is_not_there_stops_the_server_be
 }
 
 TEST(restart_preload, preload_auto_loads_what_the_disk_tier_holds_conversations_for) {
-    const fs::path kv_dir = fs::temp_directory_path() / ("rc-kv-preload-" + std::to_string(getpid()));
-    fs::remove_all(kv_dir);
+    const rc::test::temp_dir tmp("kv-preload");  // the disk tier both servers share, removed after the test
+    const fs::path kv_dir = tmp.path();
     const std::vector<std::string> args = {"--kv-disk-dir", kv_dir.string(), "--kv-disk-budget", "64MiB", "--preload", "auto"};
     {
         // Nothing used yet: `auto` has nothing to load and the server is ready at once.
@@ -97,6 +98,4 @@ TEST(restart_preload, preload_auto_loads_what_the_disk_tier_holds_conversations_
         int not_ready = 0;
         EXPECT_TRUE(loaded_when_first_ready(s, &not_ready).empty());
     }
-    std::error_code ec;
-    fs::remove_all(kv_dir, ec);
 }

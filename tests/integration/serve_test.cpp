@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "support/shared_server.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
 
 using json = nlohmann::json;
 using rc::test::model_path;
@@ -255,23 +257,17 @@ TEST_F(serve, bad_requests_get_clear_errors_and_the_server_keeps_serving) {
 }
 
 TEST(serve_cli, run_prints_an_answer_and_version_works) {
-    auto dir = std::filesystem::temp_directory_path() / ("rc-run-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
+    const rc::test::temp_dir tmp("run");
+    const auto & dir = tmp.path();
     std::filesystem::create_symlink(model_path("tiny-chat"), dir / "demo.gguf");
-    std::string cmd = std::string(RC_RUSTYCAGE_BIN) + " run demo 'Hello' --models-dir " + dir.string() + " -n 8 --seed 1 --log-level error";
-    FILE * p = popen(cmd.c_str(), "r");
-    ASSERT_TRUE(p);
-    std::string out;
-    char buf[512];
-    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    EXPECT_EQ(pclose(p), 0);
-    EXPECT_GT(out.size(), 1u);
-    FILE * v = popen((std::string(RC_RUSTYCAGE_BIN) + " version").c_str(), "r");
-    std::string version;
-    while (size_t n = fread(buf, 1, sizeof buf, v)) version.append(buf, n);
-    EXPECT_EQ(pclose(v), 0);
+    const auto run = rc::test::run_command(
+        {RC_RUSTYCAGE_BIN, "run", "demo", "Hello", "--models-dir", dir.string(), "-n", "8", "--seed", "1", "--log-level", "error"});
+    EXPECT_EQ(run.code, 0) << run.err;
+    EXPECT_GT(run.out.size(), 1u);
+    const auto version_run = rc::test::run_command({RC_RUSTYCAGE_BIN, "version"});
+    EXPECT_EQ(version_run.code, 0) << version_run.err;
+    const std::string & version = version_run.out;
     EXPECT_NE(version.find("80fb11ac73e6"), std::string::npos) << version;
-    std::filesystem::remove_all(dir);
 }
 
 TEST(serve_cli, sigterm_stops_the_server_cleanly) {

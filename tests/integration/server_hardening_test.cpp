@@ -22,6 +22,7 @@
 #include "child_process.h"
 #include "support/raw_conn.h"
 #include "support/server_process.h"
+#include "support/temp_dir.h"
 #include "test_models.h"
 
 using json = nlohmann::json;
@@ -57,11 +58,6 @@ class server_hardening : public ::testing::Test {
         argv.insert(argv.end(), args.begin(), args.end());
         rc::test::child_process p(argv, env);
         return p.finish(std::chrono::seconds(30));
-    }
-    static fs::path temp_dir(const std::string & tag) {
-        std::string tmpl = (fs::temp_directory_path() / ("rc-hardening-" + tag + "-XXXXXX")).string();
-        EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-        return tmpl;
     }
 };
 
@@ -178,7 +174,8 @@ TEST_F(server_hardening, empty_api_keys_are_refused_at_start) {
 }
 
 TEST_F(server_hardening, api_keys_are_trimmed_and_a_request_without_one_is_refused) {
-    const fs::path dir = temp_dir("keys");
+    const rc::test::temp_dir tmp("hardening-keys");
+    const fs::path dir = tmp.path();
     fs::create_directories(dir / "models");
     fs::create_symlink(model_path("tiny-chat"), dir / "models/demo.gguf");
     rc::test::child_process p({RC_RUSTYCAGE_BIN, "serve", "--openai-port", "0", "--ollama-port", "-1", "--threads", "1", "--models-dir",
@@ -209,13 +206,13 @@ TEST_F(server_hardening, api_keys_are_trimmed_and_a_request_without_one_is_refus
     EXPECT_NE(in.find("Connection: close"), std::string::npos) << in;
     p.send(SIGTERM);
     p.finish(std::chrono::seconds(30));
-    fs::remove_all(dir);
 }
 
 // Item 13: path flags are checked at start; a bad one stops the server with a clear message instead
 // of a server that says it is ready and then fails every request.
 TEST_F(server_hardening, bad_path_flags_fail_at_start) {
-    const fs::path dir = temp_dir("paths");
+    const rc::test::temp_dir tmp("hardening-paths");
+    const fs::path dir = tmp.path();
     std::ofstream(dir / "a-file") << "x";
     auto r = serve_fails({"--models-dir", (dir / "models").string(), "--kv-disk-dir", (dir / "a-file/kv").string()});
     EXPECT_EQ(r.code, 2) << r.err;
@@ -230,7 +227,6 @@ TEST_F(server_hardening, bad_path_flags_fail_at_start) {
     r = serve_fails({"--models-dir", "/proc/rustycage-models"});
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_NE(r.err.find("cannot be created"), std::string::npos) << r.err;
-    fs::remove_all(dir);
 }
 
 }  // namespace

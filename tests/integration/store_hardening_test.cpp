@@ -16,6 +16,7 @@
 
 #include "child_process.h"
 #include "support/server_process.h"
+#include "support/temp_dir.h"
 #include "test_models.h"
 #include "util/sha256.h"
 
@@ -174,9 +175,8 @@ TEST_F(store_hardening, damaged_manifests_can_be_deleted) {
 
 // The CLI's create goes through the same transaction.
 TEST(store_hardening_cli, a_failed_re_create_keeps_the_old_model) {
-    std::string tmpl = (fs::temp_directory_path() / "rc-store-cli-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    const fs::path dir = tmpl;
+    const rc::test::temp_dir tmp("store-cli");
+    const fs::path dir = tmp.path();
     const fs::path bad = dir / "bad.gguf";
     std::ofstream(bad, std::ios::binary) << unknown_architecture_gguf();
     auto run = [&](std::vector<std::string> args) {
@@ -197,7 +197,6 @@ TEST(store_hardening_cli, a_failed_re_create_keeps_the_old_model) {
     auto list = run({"list", "--json"});
     ASSERT_EQ(list.code, 0) << list.err;
     EXPECT_NE(list.out.find("\"ready\""), std::string::npos) << list.out;
-    fs::remove_all(dir);
 }
 
 }  // namespace

@@ -50,3 +50,40 @@ TEST(block_key, only_full_blocks_are_chained) {
     EXPECT_EQ(full_block_keys(root, seq(95), 32).size(), 2u);
     EXPECT_EQ(root.hex().size(), 64u);
 }
+
+// A sequence's chain, extended as it grows and cut back with it, gives the keys a chain hashed from
+// the root in one go would.
+TEST(key_chain, extended_in_steps_it_equals_the_chain_from_the_root) {
+    const auto root = root_key(id(), "s");
+    const auto t = seq(200);
+    key_chain grown(root, 32);
+    for (size_t n : {0u, 10u, 31u, 32u, 33u, 64u, 100u, 200u}) grown.extend(std::span<const int32_t>(t).subspan(0, n));
+    const auto whole = full_block_keys(root, t, 32);
+    ASSERT_EQ(grown.blocks(), static_cast<int>(whole.size()));
+    for (int i = 0; i < grown.blocks(); ++i) EXPECT_EQ(grown.at(i), whole[static_cast<size_t>(i)]) << i;
+    EXPECT_EQ(grown.before(0), root);
+    EXPECT_EQ(grown.before(3), whole[2]);
+}
+
+TEST(key_chain, cut_back_it_chains_the_new_tokens) {
+    const auto root = root_key(id(), "");
+    auto t = seq(100);
+    key_chain keys(root, 32);
+    keys.extend(t);
+    EXPECT_EQ(keys.blocks(), 3);
+    keys.truncate(70);  // block 2 ([64, 96)) no longer lies within the tokens kept
+    EXPECT_EQ(keys.blocks(), 2);
+    t.resize(70);
+    t.insert(t.end(), 30, 7);  // a different continuation
+    keys.extend(t);
+    EXPECT_EQ(keys.at(2), full_block_keys(root, t, 32)[2]);
+}
+
+TEST(key_chain, the_key_after_n_tokens_is_the_last_full_block_or_the_partial_tail) {
+    const auto root = root_key(id(), "");
+    const auto t = seq(80);
+    key_chain keys(root, 32);
+    EXPECT_EQ(keys.key_at(t, 0), root);
+    EXPECT_EQ(keys.key_at(t, 64), full_block_keys(root, t, 32)[1]);
+    EXPECT_EQ(keys.key_at(t, 70), partial_block_key(full_block_keys(root, t, 32)[1], std::span<const int32_t>(t).subspan(64, 6)));
+}

@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 
+#include "support/temp_dir.h"
 #include "test_keys.h"
 
 using namespace rc::kv;
@@ -31,13 +31,8 @@ rc::digest256 identity(uint8_t n = 1) {
 
 class disk_store_test : public ::testing::Test {
   protected:
-    void SetUp() override {
-        dir = fs::temp_directory_path() / ("rc-kv-disk-" + std::to_string(getpid()) + "-" +
-                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir);
-    }
-    void TearDown() override { fs::remove_all(dir); }
-    fs::path dir;
+    rc::test::temp_dir tmp_{"kv-disk"};  // fresh for each test, removed after it
+    const fs::path dir = tmp_.path();
 };
 }  // namespace
 

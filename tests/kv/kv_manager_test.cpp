@@ -4,12 +4,12 @@
 #include "kv/kv_manager.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <future>
 #include <set>
 
+#include "support/temp_dir.h"
 #include "test_keys.h"
 
 using namespace rc::kv;
@@ -29,9 +29,6 @@ blob_ptr blob(uint8_t fill) {
 class kv_manager_test : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() / ("rc-kv-manager-" + std::to_string(getpid()) + "-" +
-                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir);
         kv_options o;
         o.host_budget = 1u << 20;
         o.disk_dir = dir;
@@ -43,7 +40,6 @@ class kv_manager_test : public ::testing::Test {
     void TearDown() override {
         gate.set_value();  // never leave the I/O thread held
         mgr.reset();
-        fs::remove_all(dir);
     }
     // Holds the I/O thread until TearDown or release().
     void hold_io() {
@@ -60,9 +56,10 @@ class kv_manager_test : public ::testing::Test {
         gate = std::promise<void>();  // TearDown's set_value then has a fresh promise
     }
 
+    rc::test::temp_dir tmp_{"kv-manager"};  // fresh for each test; declared first, so removed after mgr is gone
+    const fs::path dir = tmp_.path();
     kv_stats stats;
     std::unique_ptr<kv_manager> mgr;
-    fs::path dir;
     std::promise<void> gate;
     std::shared_future<void> released = gate.get_future().share();
 };

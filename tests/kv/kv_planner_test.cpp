@@ -83,16 +83,18 @@ TEST(cell_ledger, without_a_limit_nothing_is_ever_short) {
 namespace {
 struct pool {
     kv_planner planner;
+    cell_ledger ledger;
     std::map<int, std::vector<int32_t>> toks;
     std::vector<seq_view> views;
-    explicit pool(int cells, int block = 4, const block_index * index = nullptr) : planner(opts(cells, block), ident(), index) {}
+    explicit pool(int cells, int block = 4, const block_index * index = nullptr) : planner(opts(cells, block), ident(), index), ledger(cells) {}
+    room_plan room(const room_request & want) const { return planner.plan_room(want, views, ledger); }
     void add(int h, int n, bool running, uint64_t order, int share_from = -1, int shared = 0) {
         toks[h] = tokens(n, h);
         if (share_from >= 0) {
-            planner.ledger().share_prefix(share_from, h, shared);
-            planner.ledger().append(h, n - shared);
+            ledger.share_prefix(share_from, h, shared);
+            ledger.append(h, n - shared);
         } else {
-            planner.ledger().append(h, n);
+            ledger.append(h, n);
         }
         views.push_back({h, {}, "", running, order});
     }
@@ -102,7 +104,7 @@ struct pool {
 TEST(kv_planner, room_that_is_free_needs_no_evictions) {
     pool p(100);
     p.add(1, 40, false, 1);
-    auto plan = p.planner.plan_room({60, false}, p.views);
+    auto plan = p.room({60, false});
     EXPECT_TRUE(plan.ok);
     EXPECT_TRUE(plan.trims.empty());
 }
@@ -112,7 +114,7 @@ TEST(kv_planner, idle_tails_go_first_least_recently_used_first_block_by_block) {
     p.add(1, 30, false, /*last used*/ 5);
     p.add(2, 30, false, 2);  // the least recently used
     p.add(3, 30, true, 9);
-    auto plan = p.planner.plan_room({18, false}, p.views);
+    auto plan = p.room({18, false});
     ASSERT_TRUE(plan.ok);
     ASSERT_EQ(plan.trims.size(), 1u) << "one victim suffices";
     EXPECT_EQ(plan.trims[0].handle, 2);
@@ -128,14 +130,14 @@ TEST(kv_planner, shared_prefix_blocks_go_last) {
     p.add(3, 12, false, 3);
     // 100 - (40 + 8 + 12) = 40 free. Ask for 70: the unique tails of 1 and 2 (8 each) and all of 3
     // free 28; the shared 32 need both holders gone.
-    auto plan = p.planner.plan_room({70, false}, p.views);
+    auto plan = p.room({70, false});
     ASSERT_TRUE(plan.ok);
     std::map<int, int> keep;
     for (auto & t : plan.trims) keep[t.handle] = t.keep;
     EXPECT_EQ(keep.at(1), 0);
     EXPECT_EQ(keep.at(2), 0);
     // Asking for less spares the shared head.
-    auto small = p.planner.plan_room({56, false}, p.views);
+    auto small = p.room({56, false});
     ASSERT_TRUE(small.ok);
     for (auto & t : small.trims) {
         if (t.handle == 1 || t.handle == 2) {
@@ -149,16 +151,16 @@ TEST(kv_planner, running_sequences_are_only_preempted_when_allowed_youngest_firs
     p.add(1, 40, true, 1);  // oldest
     p.add(2, 30, true, 2);
     p.add(3, 25, true, 3);  // youngest
-    auto no = p.planner.plan_room({20, false}, p.views);
+    auto no = p.room({20, false});
     EXPECT_FALSE(no.ok);
     EXPECT_TRUE(no.preempt.empty());
-    auto yes = p.planner.plan_room({20, true}, p.views);
+    auto yes = p.room({20, true});
     ASSERT_TRUE(yes.ok);
     EXPECT_EQ(yes.preempt, std::vector<int>{3});
-    auto more = p.planner.plan_room({50, true}, p.views);
+    auto more = p.room({50, true});
     ASSERT_TRUE(more.ok);
     EXPECT_EQ(more.preempt, (std::vector<int>{3, 2}));
-    auto never = p.planner.plan_room({90, true}, p.views);
+    auto never = p.room({90, true});
     EXPECT_FALSE(never.ok) << "the oldest keeps running even when that is not enough";
     EXPECT_EQ(never.preempt, (std::vector<int>{3, 2}));
 }
@@ -168,7 +170,7 @@ TEST(kv_planner, idle_conversations_give_way_before_any_running_one) {
     p.add(1, 40, true, 1);
     p.add(2, 30, true, 2);
     p.add(3, 28, false, 7);
-    auto plan = p.planner.plan_room({20, true}, p.views);
+    auto plan = p.room({20, true});
     ASSERT_TRUE(plan.ok);
     EXPECT_TRUE(plan.preempt.empty());
     ASSERT_EQ(plan.trims.size(), 1u);
@@ -177,16 +179,35 @@ TEST(kv_planner, idle_conversations_give_way_before_any_running_one) {
 
 TEST(kv_planner, whole_snapshot_models_release_whole_sequences) {
     kv_planner planner({4, 100, true}, ident(), nullptr);
-    planner.ledger().append(1, 60);
-    planner.ledger().append(2, 30);
+    cell_ledger ledger(100);
+    ledger.append(1, 60);
+    ledger.append(2, 30);
     std::vector<seq_view> v = {{1, {}, "", false, 1}, {2, {}, "", true, 2}};
-    auto plan = planner.plan_room({20, false}, v);
+    auto plan = planner.plan_room({20, false}, v, ledger);
     ASSERT_TRUE(plan.ok);
     ASSERT_EQ(plan.trims.size(), 1u);
     EXPECT_EQ(plan.trims[0].keep, 0);
 }
 
 // ---- plan_reuse
+
+namespace {
+
+// A plan for tokens that no sequence holds yet: a fresh key chain, as a lookup makes.
+reuse_plan reuse(const kv_planner & planner, std::span<const int32_t> t, int limit, std::string_view salt, std::span<const seq_view> ctx = {}) {
+    key_chain keys = planner.chain(salt);
+    return planner.plan_reuse(t, keys, limit, salt, ctx);
+}
+
+// The blocks to store, with the aliases they make remembered as the engine's executor does.
+std::vector<stored_block> to_store(const kv_planner & planner, alias_table & aliases, std::span<const int32_t> t, int from, int to, int prompt_end) {
+    key_chain keys = planner.chain("");
+    store_plan plan = planner.plan_store(t, keys, from, to, prompt_end);
+    for (const auto & [key, alias] : plan.aliases) aliases.remember(key, alias);
+    return plan.blocks;
+}
+
+}  // namespace
 
 TEST(kv_planner, reuse_takes_the_longest_context_prefix_of_the_same_salt) {
     kv_planner planner(opts(1000), ident(), nullptr);
@@ -195,10 +216,10 @@ TEST(kv_planner, reuse_takes_the_longest_context_prefix_of_the_same_salt) {
     auto prompt = a;
     prompt.push_back(7);
     std::vector<seq_view> ctx = {{1, a, "alice", false, 1}, {2, b, "", false, 2}, {3, a, "", true, 3}};
-    auto plan = planner.plan_reuse(prompt, static_cast<int>(prompt.size()) - 1, "", ctx);
+    auto plan = reuse(planner, prompt, static_cast<int>(prompt.size()) - 1, "", ctx);
     EXPECT_EQ(plan.donor, 3);
     EXPECT_EQ(plan.from_context, 40);
-    auto other = planner.plan_reuse(prompt, static_cast<int>(prompt.size()) - 1, "mallory", ctx);
+    auto other = reuse(planner, prompt, static_cast<int>(prompt.size()) - 1, "mallory", ctx);
     EXPECT_EQ(other.from_context, 0) << "no salt shares with another";
 }
 
@@ -212,7 +233,7 @@ TEST(kv_planner, reuse_continues_below_the_context_in_whole_blocks_and_a_partial
     idx.put(keys[1], tier_name::disk);
     idx.put(keys[2], tier_name::host);
     idx.put(partial_block_key(keys[2], std::span<const int32_t>(t).subspan(12, 1)), tier_name::host);
-    auto plan = planner.plan_reuse(t, 13, "", {});
+    auto plan = reuse(planner, t, 13, "", {});
     ASSERT_EQ(plan.blocks.size(), 4u);
     EXPECT_EQ(plan.reused(), 13);
     EXPECT_TRUE(plan.needs_disk());
@@ -220,7 +241,7 @@ TEST(kv_planner, reuse_continues_below_the_context_in_whole_blocks_and_a_partial
     // With the first 6 tokens in the context, the tiers start at the block holding token 6.
     std::vector<int32_t> head(t.begin(), t.begin() + 6);
     std::vector<seq_view> ctx = {{9, head, "", false, 1}};
-    auto mixed = planner.plan_reuse(t, 13, "", ctx);
+    auto mixed = reuse(planner, t, 13, "", ctx);
     EXPECT_EQ(mixed.donor, 9);
     EXPECT_EQ(mixed.from_context, 4);
     EXPECT_EQ(mixed.reused(), 13);
@@ -229,15 +250,16 @@ TEST(kv_planner, reuse_continues_below_the_context_in_whole_blocks_and_a_partial
 
 TEST(kv_planner, stored_blocks_become_aliases_at_the_prompt_end_and_one_token_before) {
     fake_index idx;
-    kv_planner planner(opts(1000, 4), ident(), &idx);
+    alias_table aliases(ident(), 4, nullptr);
+    kv_planner planner(opts(1000, 4), ident(), &idx, &aliases);
     // A conversation of 10 prompt tokens and 4 more of ours; the prompt ends inside block [8, 12).
     auto conv = tokens(14, 3);
-    auto stored = planner.blocks_to_store(conv, 0, 14, "", 10);
+    auto stored = to_store(planner, aliases, conv, 0, 14, 10);
     ASSERT_EQ(stored.size(), 4u);  // [0,4) [4,8) [8,12) [12,14)
     for (const auto & b : stored) idx.put(b.key, tier_name::host);
     // A regenerate: the same 10-token prompt reuses 9 tokens (block [8,12) restored, trimmed to 1).
     std::vector<int32_t> regen(conv.begin(), conv.begin() + 10);
-    auto r = planner.plan_reuse(regen, 9, "", {});
+    auto r = reuse(planner, regen, 9, "", {});
     EXPECT_EQ(r.reused(), 9);
     EXPECT_EQ(r.blocks.back().key, stored[2].key);
     EXPECT_EQ(r.blocks.back().keep, 1);
@@ -246,20 +268,21 @@ TEST(kv_planner, stored_blocks_become_aliases_at_the_prompt_end_and_one_token_be
     // A resume that replaced our reply: the prompt's 10 tokens are reused.
     auto edited = regen;
     edited.insert(edited.end(), {5, 6, 7});
-    auto e = planner.plan_reuse(edited, static_cast<int>(edited.size()) - 1, "", {});
+    auto e = reuse(planner, edited, static_cast<int>(edited.size()) - 1, "", {});
     EXPECT_EQ(e.reused(), 10);
     // Nothing is stored twice.
-    EXPECT_TRUE(planner.blocks_to_store(conv, 0, 14, "", 10).empty());
+    EXPECT_TRUE(to_store(planner, aliases, conv, 0, 14, 10).empty());
 }
 
 TEST(kv_planner, snapshots_resume_from_the_longest_exact_length) {
     fake_index idx;
     kv_planner planner({4, -1, true}, ident(), &idx);
     auto t = tokens(20, 2);
-    idx.put(planner.snapshot_key(t, 9, ""), tier_name::disk);
-    idx.put(planner.snapshot_key(t, 15, ""), tier_name::host);
-    auto p = planner.plan_snapshot(t, 14, "");
+    idx.put(planner.chain("").key_at(t, 9), tier_name::disk);
+    idx.put(planner.chain("").key_at(t, 15), tier_name::host);
+    key_chain keys = planner.chain("");
+    auto p = planner.plan_snapshot(t, keys, 14);
     ASSERT_EQ(p.blocks.size(), 1u);
     EXPECT_EQ(p.blocks[0].keep, 9);
-    EXPECT_EQ(planner.plan_reuse(t, 19, "", {}).reused(), 15);
+    EXPECT_EQ(reuse(planner, t, 19, "").reused(), 15);
 }

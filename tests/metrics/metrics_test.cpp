@@ -9,9 +9,10 @@
 #include <limits>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 
 #include "metrics/registry.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
 
 using namespace rc::metrics;
 
@@ -20,16 +21,12 @@ namespace {
 // promtool's verdict on an exposition ("" when it passes, or when promtool is not installed).
 std::string promtool_problems(const std::string & text) {
     if (!std::filesystem::exists("/usr/bin/promtool")) return {};
-    auto path = std::filesystem::temp_directory_path() / ("rc-metrics-" + std::to_string(getpid()) + ".prom");
+    const rc::test::temp_dir dir("metrics");
+    const auto path = dir.path() / "exposition.prom";
     std::ofstream(path) << text;
-    std::string cmd = "/usr/bin/promtool check metrics < " + path.string() + " 2>&1";
-    std::string out;
-    FILE * p = popen(cmd.c_str(), "r");
-    if (!p) return "cannot run promtool";
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    int rc = pclose(p);
-    std::filesystem::remove(path);
+    const auto r = rc::test::run_command({"/usr/bin/promtool", "check", "metrics"}, {}, path.string());
+    const std::string out = r.out + r.err;
+    const int rc = r.code;
     return rc == 0 && out.empty() ? std::string() : "promtool rc=" + std::to_string(rc) + ": " + out;
 }
 

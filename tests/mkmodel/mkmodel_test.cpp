@@ -6,7 +6,6 @@
 #include <llama.h>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,14 +22,17 @@
 #include <string>
 #include <vector>
 
+#include "support/process.h"
 #include "support/temp_dir.h"
 
-extern char ** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
+using rc::test::spawn;
+using rc::test::spawn_options;
 using rc::test::temp_dir;
+using rc::test::wait_exit;
 
 struct run_result {
     int exit_code = -1;
@@ -152,31 +154,19 @@ protected:
     run_result run_tool(const std::vector<std::string> & args) {
         const fs::path out_log = logs() / ("stdout." + std::to_string(++runs_));
         const fs::path err_log = logs() / ("stderr." + std::to_string(runs_));
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, 1, out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_addopen(&actions, 2, err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-        std::vector<std::string> argv_s{RC_MKMODEL_BIN};
-        argv_s.insert(argv_s.end(), args.begin(), args.end());
-        std::vector<char *> argv;
-        for (std::string & a : argv_s) {
-            argv.push_back(a.data());
-        }
-        argv.push_back(nullptr);
-
+        std::vector<std::string> argv{RC_MKMODEL_BIN};
+        argv.insert(argv.end(), args.begin(), args.end());
+        spawn_options o;
+        o.stdout_file = out_log.string();
+        o.stderr_file = err_log.string();
         run_result r;
-        pid_t pid = 0;
-        const int rc = posix_spawn(&pid, RC_MKMODEL_BIN, &actions, nullptr, argv.data(), environ);
-        posix_spawn_file_actions_destroy(&actions);
-        if (rc != 0) {
-            ADD_FAILURE() << "cannot start " << RC_MKMODEL_BIN << ": " << std::strerror(rc);
+        const pid_t pid = spawn(argv, o);
+        if (pid < 0) {
+            ADD_FAILURE() << "cannot start " << RC_MKMODEL_BIN << ": " << std::strerror(errno);
             return r;
         }
-        int wstatus = 0;
-        if (waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus)) {
-            r.exit_code = WEXITSTATUS(wstatus);
-        }
+        const int code = wait_exit(pid);
+        if (code < 128) r.exit_code = code;
         r.out = read_file(out_log);
         r.err = read_file(err_log);
         return r;

@@ -8,6 +8,7 @@
 
 #include "models/model_puller.h"
 #include "store/incident_log.h"
+#include "support/temp_dir.h"
 
 using namespace rc;
 namespace fs = std::filesystem;
@@ -16,14 +17,7 @@ namespace {
 
 class commit_test : public ::testing::Test {
   protected:
-    void SetUp() override {
-        root = fs::temp_directory_path() / ("rc-commit-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(root);
-        fs::create_directories(root);
-        st = std::make_unique<store::model_store>(root);
-    }
-    void TearDown() override { fs::remove_all(root); }
+    void SetUp() override { st = std::make_unique<store::model_store>(root); }
 
     // A one-layer manifest over a new blob holding `bytes`.
     store::manifest candidate(const std::string & bytes) {
@@ -48,7 +42,8 @@ class commit_test : public ::testing::Test {
         return make_error(errc::invalid_argument, "unknown model architecture: 'nonsense'");
     };
 
-    fs::path root;
+    rc::test::temp_dir tmp_{"commit"};  // fresh for each test; declared before st, so removed after it
+    const fs::path root = tmp_.path();
     std::unique_ptr<store::model_store> st;
     int counter = 0;
     int checks = 0;

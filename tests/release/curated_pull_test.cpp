@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hub/fake_hub.h"
-#include "run_command.h"
+#include "support/run_command.h"
 
 namespace {
 

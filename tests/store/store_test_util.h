@@ -1,7 +1,6 @@
 #pragma once
 // A fresh store root per test under the system temp directory, and small file helpers.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,21 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.h"
+
 namespace rc::store::test {
 
 namespace fs = std::filesystem;
 
 class temp_root_test : public ::testing::Test {
   protected:
-    void SetUp() override {
-        const auto * info = ::testing::UnitTest::GetInstance()->current_test_info();
-        root = fs::temp_directory_path() /
-               ("rc-store-" + std::to_string(::getpid()) + "-" + info->test_suite_name() + "-" + info->name());
-        fs::remove_all(root);
-        fs::create_directories(root);
-    }
-    void TearDown() override { fs::remove_all(root); }
-
     fs::path write_file(const std::string & rel, const std::string & contents) const {
         fs::path p = root / rel;
         fs::create_directories(p.parent_path());
@@ -40,7 +32,8 @@ class temp_root_test : public ::testing::Test {
         return out;
     }
 
-    fs::path root;
+    rc::test::temp_dir tmp_{"store"};  // fresh for each test, removed after it
+    const fs::path root = tmp_.path();
 };
 
 inline std::string read_file(const fs::path & p) {

@@ -5,8 +5,8 @@
 // server to reach a state is poll_until (support/poll.h), never a fixed sleep.
 //
 // Needs RC_RUSTYCAGE_BIN (the binary) defined by the test target.
+#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,16 +20,16 @@
 #include <vector>
 
 #include "support/poll.h"
-
-extern char ** environ;
+#include "support/process.h"
+#include "support/temp_dir.h"
 
 namespace rc::test {
 
 class server_process {
   public:
     // `models`: file names to link into the models dir, as {served name, source path}.
-    server_process(const std::vector<std::pair<std::string, std::string>> & models, std::vector<std::string> extra_args = {}) {
-        dir_ = std::filesystem::temp_directory_path() / ("rc-serve-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
+    server_process(const std::vector<std::pair<std::string, std::string>> & models, std::vector<std::string> extra_args = {})
+        : tmp_("serve"), dir_(tmp_.path()) {
         std::filesystem::create_directories(dir_ / "models");
         for (const auto & [name, src] : models) std::filesystem::create_symlink(src, dir_ / "models" / (name + ".gguf"));
         std::vector<std::string> args = {RC_RUSTYCAGE_BIN, "serve", "--openai-port", "0", "--ollama-port", "0",
@@ -42,11 +42,7 @@ class server_process {
         start(args);
     }
 
-    ~server_process() {
-        stop();
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
+    ~server_process() { stop(); }  // before tmp_ removes its directory
 
     bool started() const { return openai_port_ > 0; }
     pid_t pid() const { return pid_; }
@@ -76,23 +72,12 @@ class server_process {
     }
 
   private:
-    static int & counter() {
-        static int c = 0;
-        return c;
-    }
-
     void start(const std::vector<std::string> & args) {
         int pipefd[2];
-        if (pipe(pipefd) != 0) return;
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-        posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-        std::vector<char *> argv;
-        for (const auto & a : args) argv.push_back(const_cast<char *>(a.c_str()));
-        argv.push_back(nullptr);
-        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-        posix_spawn_file_actions_destroy(&fa);
+        if (pipe2(pipefd, O_CLOEXEC) != 0) return;
+        spawn_options o;
+        o.stdout_fd = pipefd[1];
+        pid_ = spawn(args, o);
         close(pipefd[1]);
         out_ = fdopen(pipefd[0], "r");
         char line[1024];
@@ -108,6 +93,7 @@ class server_process {
         }
     }
 
+    temp_dir tmp_;
     std::filesystem::path dir_;
     pid_t pid_ = -1;
     FILE * out_ = nullptr;

@@ -5,7 +5,7 @@
 // "load"), or with keep_alive 0 unload it ("unload").
 #include <algorithm>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/generation_session.h"
 #include "api/ollama/chat_messages.h"
 #include "api/ollama/keep_alive.h"
@@ -15,6 +15,7 @@
 #include "api/reasoning_controls.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 void read_chat_request(const models::model_entry & entry, json & body, generation_input & in) {
     auto model_system = apply_model_defaults(entry, body);

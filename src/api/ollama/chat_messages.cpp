@@ -1,46 +1,53 @@
 #include "api/ollama/chat_messages.h"
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/chat_messages.h"
 #include "api/generation_session.h"
 #include "util/safe_quote.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
-// One Ollama tool call → OpenAI's {type, id?, function:{name, arguments: "<JSON text>"}}.
-json openai_tool_call(const json & tc, const std::string & where) {
+// One Ollama tool call → llama.cpp's call: the arguments object as JSON text (what the template
+// renders from), or a string holding JSON (the OpenAI habit), checked against the body's bounds
+// because the template parses it again.
+common_chat_tool_call tool_call(const json & tc, const std::string & where) {
     if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object())
         bad_request(where + " must be an object with a 'function' object", "messages");
     const json & fn = tc["function"];
     if (!fn.contains("name") || !fn["name"].is_string()) bad_request(where + ".function.name must be a string", "messages");
-    json out = {{"type", "function"}};
-    if (tc.contains("id") && tc["id"].is_string()) out["id"] = tc["id"];
-    std::string args = "{}";
+    common_chat_tool_call out;
+    out.name = fn["name"].get<std::string>();
+    if (auto id = tc.find("id"); id != tc.end() && id->is_string()) out.id = id->get<std::string>();
+    out.arguments = "{}";
     if (auto a = fn.find("arguments"); a != fn.end() && !a->is_null()) {
-        // Ollama sends an object; a string holding JSON (the OpenAI habit) is accepted as it is.
-        if (a->is_object()) args = dump(*a);
-        else if (a->is_string()) args = a->get<std::string>();
-        else bad_request(where + ".function.arguments must be an object", "messages");
+        if (a->is_object()) {
+            out.arguments = dump(*a);
+        } else if (a->is_string()) {
+            check_json_text(a->get_ref<const std::string &>(), where + ".function.arguments");
+            out.arguments = a->get<std::string>();
+        } else {
+            bad_request(where + ".function.arguments must be an object", "messages");
+        }
     }
-    out["function"] = {{"name", fn["name"]}, {"arguments", args}};
     return out;
 }
 
-json openai_message(const json & m, size_t i) {
-    std::string where = "messages[" + std::to_string(i) + "]";
+common_chat_msg message(const json & m, size_t i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) bad_request(where + " must be an object", "messages");
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) bad_request(where + ".role must be a string", "messages");
-    std::string r = role->get<std::string>();
-    if (r == "developer") r = "system";
-    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
-        bad_request(where + ".role " + safe_quote(r) + " is not one of system, user, assistant, tool", "messages");
-    json out = {{"role", r}, {"content", ""}};
+    common_chat_msg out;
+    out.role = role->get<std::string>();
+    if (out.role == "developer") out.role = "system";
+    if (out.role != "system" && out.role != "user" && out.role != "assistant" && out.role != "tool")
+        bad_request(where + ".role " + safe_quote(out.role) + " is not one of system, user, assistant, tool", "messages");
     if (auto c = m.find("content"); c != m.end() && !c->is_null()) {
         if (!c->is_string()) bad_request(where + ".content must be a string", "messages");
-        out["content"] = *c;
+        out.content = c->get<std::string>();
     }
     if (auto im = m.find("images"); im != m.end() && !im->is_null()) {
         if (!im->is_array()) bad_request(where + ".images must be an array", "messages");
@@ -48,22 +55,20 @@ json openai_message(const json & m, size_t i) {
     }
     if (auto t = m.find("thinking"); t != m.end() && !t->is_null()) {
         if (!t->is_string()) bad_request(where + ".thinking must be a string", "messages");
-        if (!t->get<std::string>().empty()) out["reasoning_content"] = *t;
+        out.reasoning_content = t->get<std::string>();
     }
     if (auto tcs = m.find("tool_calls"); tcs != m.end() && !tcs->is_null()) {
         if (!tcs->is_array()) bad_request(where + ".tool_calls must be an array", "messages");
-        json calls = json::array();
-        for (size_t k = 0; k < tcs->size(); ++k) calls.push_back(openai_tool_call((*tcs)[k], where + ".tool_calls[" + std::to_string(k) + "]"));
-        if (!calls.empty()) out["tool_calls"] = std::move(calls);
+        for (size_t k = 0; k < tcs->size(); ++k) out.tool_calls.push_back(tool_call((*tcs)[k], where + ".tool_calls[" + std::to_string(k) + "]"));
     }
-    // A tool result names its tool with tool_name (older clients: name); templates read it as name.
+    // A tool result names its tool with tool_name (older clients: name).
     for (const char * key : {"tool_name", "name"}) {
         if (auto n = m.find(key); n != m.end() && n->is_string() && !n->get<std::string>().empty()) {
-            out["name"] = *n;
+            out.tool_name = n->get<std::string>();
             break;
         }
     }
-    if (auto id = m.find("tool_call_id"); id != m.end() && id->is_string()) out["tool_call_id"] = *id;
+    if (auto id = m.find("tool_call_id"); id != m.end() && id->is_string()) out.tool_call_id = id->get<std::string>();
     return out;
 }
 
@@ -76,9 +81,10 @@ std::vector<common_chat_msg> read_messages(const json & body) {
     if (it->empty()) return {};
     if (it->size() > max_chat_messages)  // before converting anything: a huge array costs a size check
         bad_request("'messages' has " + std::to_string(it->size()) + " messages; at most " + std::to_string(max_chat_messages) + " are accepted", "messages");
-    json converted = json::array();
-    for (size_t i = 0; i < it->size(); ++i) converted.push_back(openai_message((*it)[i], i));
-    return read_chat_messages(converted, "messages");
+    std::vector<common_chat_msg> out;
+    out.reserve(it->size());
+    for (size_t i = 0; i < it->size(); ++i) out.push_back(message((*it)[i], i));
+    return out;
 }
 
 std::vector<common_chat_tool> read_tools(const json & body) {

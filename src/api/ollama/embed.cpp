@@ -3,13 +3,14 @@
 // POST /api/embeddings — legacy {model, prompt} → {embedding}; not normalised, as in Ollama.
 #include <climits>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/embedding_batch.h"
 #include "api/ollama/keep_alive.h"
 #include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_routes.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

@@ -6,7 +6,7 @@
 // `template` (a Go-template override) is refused with a 400 rather than ignored: this server renders
 // Jinja chat templates, and silently dropping an override would change the prompt behind the
 // client's back. raw:true with a pre-formatted prompt does the same job.
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/generation_session.h"
 #include "api/ollama/keep_alive.h"
 #include "api/ollama/ollama_options.h"
@@ -15,6 +15,7 @@
 #include "api/reasoning_controls.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

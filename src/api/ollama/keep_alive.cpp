@@ -4,9 +4,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

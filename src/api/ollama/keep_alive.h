@@ -6,9 +6,10 @@
 #include <optional>
 #include <string_view>
 
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 constexpr std::chrono::nanoseconds keep_alive_forever = std::chrono::nanoseconds::max();
 constexpr std::chrono::nanoseconds keep_alive_default = std::chrono::minutes(5);

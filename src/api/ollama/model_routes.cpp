@@ -3,13 +3,14 @@
 // none of these loads a model.
 #include <algorithm>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/model_facts.h"
 #include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_routes.h"
 #include "util/safe_quote.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

@@ -2,12 +2,13 @@
 
 #include <ctime>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/generation_session.h"
 #include "util/log.h"
 #include "util/safe_quote.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 std::string rfc3339(std::chrono::system_clock::time_point t) {
     using namespace std::chrono;

@@ -7,10 +7,11 @@
 #include <string>
 
 #include "api/api_context.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "models/local_catalog.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 using steady = std::chrono::steady_clock;
 

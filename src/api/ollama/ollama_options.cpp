@@ -2,9 +2,11 @@
 
 #include <climits>
 
-#include "api/api_error.h"
+#include "api/sampling_fields.h"
+#include "http/api_error.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
@@ -31,22 +33,11 @@ void read_options(const json & body, const api_context & ctx, engine::generation
     if (it != body.end() && !it->is_null()) {
         if (!it->is_object()) bad_request("'options' must be an object", "options");
         const json & o = *it;
-        auto & s = req.sampling;
         in_options([&] {
             // num_predict: -1 until a stop (Ollama's default), -2 until the context is full; both end
             // at the context's end here. 0 behaves as in llama-server: one token.
             if (auto v = opt_int(o, "num_predict", -2, INT_MAX)) max_tokens = *v < 0 ? -1 : static_cast<int>(*v);
-            if (auto v = opt_number(o, "temperature", 0, 100)) s.temperature = static_cast<float>(*v);
-            if (auto v = opt_int(o, "top_k", -1, 1000000)) s.top_k = static_cast<int>(*v);
-            if (auto v = opt_number(o, "top_p", 0, 1)) s.top_p = static_cast<float>(*v);
-            if (auto v = opt_number(o, "min_p", 0, 1)) s.min_p = static_cast<float>(*v);
-            if (auto v = opt_number(o, "typical_p", 0.000001, 1)) s.typical_p = static_cast<float>(*v);
-            if (auto v = opt_int(o, "repeat_last_n", -1, INT_MAX)) s.repeat_last_n = static_cast<int>(*v);
-            if (auto v = opt_number(o, "repeat_penalty", 0.000001, 100)) s.repeat_penalty = static_cast<float>(*v);
-            if (auto v = opt_number(o, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*v);
-            if (auto v = opt_number(o, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*v);
-            // Ollama's default seed is -1: a fresh random seed per request.
-            if (auto v = opt_int(o, "seed", LLONG_MIN, LLONG_MAX); v && *v >= 0) s.seed = static_cast<uint32_t>(*v);
+            read_sampling_fields(o, sampling_dialect::ollama, req.sampling);
             for (auto & st : opt_string_list(o, "stop", 64)) {
                 if (!st.empty()) req.stop.push_back(std::move(st));  // an empty stop would end every reply at once
             }

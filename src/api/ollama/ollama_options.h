@@ -5,10 +5,11 @@
 #include <string>
 
 #include "api/api_context.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "engine/request.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // body["options"] → req.sampling, req.max_tokens, req.stop. Load-time options (num_ctx, num_gpu, …)
 // are type-checked and ignored: the server's context and placement are set at `serve`, and one

@@ -4,9 +4,10 @@
 
 #include "api/api_context.h"
 #include "api/generation_session.h"
-#include "api/http_server.h"
+#include "http/http_server.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 std::vector<route> all_routes(api_context & ctx);
 

@@ -1,11 +1,12 @@
 #include "api/ollama/ollama_stream.h"
 
-#include "api/api_error.h"
-#include "api/stream_writer.h"
+#include "http/api_error.h"
+#include "http/stream_writer.h"
 #include "engine/tool_call_ids.h"
 #include "util/log.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

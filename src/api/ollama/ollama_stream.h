@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "api/generation_session.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "api/ollama/ollama_common.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 enum class reply_shape { generate, chat };
 

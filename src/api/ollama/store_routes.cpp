@@ -7,16 +7,18 @@
 #include <mutex>
 #include <set>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/ollama/ollama_common.h"
 #include "api/ollama/ollama_routes.h"
 #include "hub/hub_client.h"
 #include "hub/hub_config.h"
+#include "models/model_creation.h"
 #include "models/model_puller.h"
 #include "store/manifest.h"
 #include "store/model_name.h"
 
 namespace rc::api::ollama {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
@@ -165,7 +167,7 @@ void read_settings(const json & body, store::manifest & m) {
     }
 }
 
-// Create is a transaction (models::commit_checked_model): the new model is built from blobs already
+// Create is a transaction (models/model_creation.h, shared with `rustycage create`): the new model is built from blobs already
 // stored and checked beside the old one, which keeps serving until the new one has passed and
 // replaced it; a refused create changes no existing model.
 http_response create(api_context & ctx, const http_request & req) {
@@ -181,34 +183,20 @@ http_response create(api_context & ctx, const http_request & req) {
     store::manifest settings;
     read_settings(body, settings);
     store::manifest m;
-    m.source.kind = store::source_kind::create;
     if (body.contains("files") && !body["files"].is_null()) {
         m.layers = layers_from_files(st, body["files"]);
     } else if (auto from = opt_string(body, "from")) {
-        auto src = ctx.models.catalog().find(*from);
-        if (!src) throw api_error(404, "model " + quote_for_error(*from) + " not found", "from");
-        if (src->from_store) {
-            auto rec = st.find(*from);
-            if (!rec) raise(rec.err());
-            m = rec->m;
-            m.source = {store::source_kind::create, rec->name.full(), {}, {}};
-        } else {
-            auto d = st.blobs().import_file(src->path);  // a loose file: copied into the store
-            if (!d) raise(d.err());
-            m.layers.push_back({store::layer_kind::model, *d, src->size_bytes, src->path.filename().string()});
-            m.source.repo = src->path.filename().string();
-        }
+        auto base = models::base_from_model(ctx.models.catalog(), *from);  // a loose file is copied into the store
+        if (!base && base.err().code == errc::not_found) throw api_error(404, "model " + quote_for_error(*from) + " not found", "from");
+        if (!base) raise(base.err());
+        m = std::move(base.value());
     } else {
         bad_request("one of 'from' or 'files' is required", "from");
     }
-    bool has_model = std::any_of(m.layers.begin(), m.layers.end(), [](const store::layer & l) { return l.kind == store::layer_kind::model; });
-    if (!has_model) bad_request("no model GGUF among the files", "files");
     if (settings.template_text) m.template_text = settings.template_text;
     if (settings.system) m.system = settings.system;
     if (body.contains("parameters") && !body["parameters"].is_null()) m.parameters = settings.parameters;
-    m.created_at = {};
-    m.name = name.full();
-    if (auto s = store::check_writable(m); !s) bad_request(s.err().message);
+    if (auto s = models::prepare_new_model(name, m); !s) bad_request(s.err().message, m.first_model_layer() ? "" : "files");
 
     return run_with_progress(name.full(), stream, [&st, &ctx, name, m](const models::pull_progress_fn & progress, const std::atomic<bool> *) mutable -> status {
         auto report = [&](const std::string & s) {
@@ -216,13 +204,8 @@ http_response create(api_context & ctx, const http_request & req) {
             p.status = s;
             if (progress) progress(p);
         };
-        report("parsing GGUF");
-        const store::layer * first = m.first_model_layer();
-        if (auto s = store::fill_from_gguf(m, st.blobs().path(first->digest)); !s)
-            return make_error(errc::invalid_argument, "the model file is not a readable GGUF: " + s.err().message);
         for (const auto & l : m.layers) report("using existing layer " + l.digest.api());
-        report("checking model");
-        if (auto v = models::commit_checked_model(st, name, m); !v) return v.err();
+        if (auto s = models::create_model(st, name, std::move(m), report); !s) return s;
         report("writing manifest");
         ctx.models.unload(name.display());  // the replaced model must not keep serving its old weights
         return {};

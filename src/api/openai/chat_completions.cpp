@@ -1,16 +1,17 @@
 // POST /v1/chat/completions — OpenAI chat, plain and streamed (SSE), with tools, response_format,
 // logprobs and n. The body becomes a generation_input; the session's events become chat.completion
 // objects or chunks. n > 1 streams interleaved, as OpenAI does: each chunk carries one choice.
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/chat_messages.h"
 #include "api/generation_session.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
 #include "api/reasoning_controls.h"
-#include "api/stream_writer.h"
+#include "http/stream_writer.h"
 #include "util/safe_quote.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 engine::chat_input read_chat(const json & body) {
     engine::chat_input in;

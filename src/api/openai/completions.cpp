@@ -1,13 +1,14 @@
 // POST /v1/completions — raw text completion: prompt as a string, strings, token ids or lists of
 // token ids; n, echo, logprobs (int), stop, stream. Choices are numbered prompt by prompt (prompt
 // p's choice i is index p·n + i) and, streamed, interleave as they are generated.
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/generation_session.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
-#include "api/stream_writer.h"
+#include "http/stream_writer.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

@@ -4,12 +4,13 @@
 
 #include <base64.hpp>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/embedding_batch.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

@@ -1,12 +1,13 @@
 // GET /v1/models and /v1/models/{id}: every servable model, loaded or not.
 #include <chrono>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
 #include "util/safe_quote.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

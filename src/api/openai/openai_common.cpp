@@ -5,10 +5,12 @@
 #include <cmath>
 #include <random>
 
-#include "api/api_error.h"
+#include "api/sampling_fields.h"
+#include "http/api_error.h"
 #include "util/safe_quote.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
@@ -24,15 +26,7 @@ std::optional<llama_token> token_key(const std::string & key) {
 
 void read_sampling(const json & body, engine::generation_request & req) {
     auto & s = req.sampling;
-    if (auto v = opt_number(body, "temperature", 0, 2)) s.temperature = static_cast<float>(*v);
-    if (auto v = opt_number(body, "top_p", 0, 1)) s.top_p = static_cast<float>(*v);
-    if (auto v = opt_int(body, "top_k", 0, 1000000)) s.top_k = static_cast<int>(*v);
-    if (auto v = opt_number(body, "min_p", 0, 1)) s.min_p = static_cast<float>(*v);
-    if (auto v = opt_number(body, "typical_p", 0.000001, 1)) s.typical_p = static_cast<float>(*v);
-    if (auto v = opt_number(body, "repeat_penalty", 0.000001, 100)) s.repeat_penalty = static_cast<float>(*v);
-    if (auto v = opt_number(body, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*v);
-    if (auto v = opt_number(body, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*v);
-    if (auto v = opt_int(body, "seed", -9223372036854775807LL, 9223372036854775807LL)) s.seed = static_cast<uint32_t>(*v);
+    read_sampling_fields(body, sampling_dialect::openai, s);
     if (auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) bad_request("'logit_bias' must be an object of token id → bias", "logit_bias");
         for (const auto & [key, val] : it->items()) {

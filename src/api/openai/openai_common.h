@@ -5,12 +5,13 @@
 #include <string>
 
 #include "api/api_context.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 #include "api/generation_session.h"
 #include "engine/chat_format.h"
 #include "engine/request.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // Reads temperature, top_p, seed, penalties, logit_bias, stop, cache_salt, plus llama.cpp's
 // extensions (top_k, min_p, typical_p, repeat_penalty) into `req`. logit_bias keys must be token

@@ -3,9 +3,10 @@
 #include <vector>
 
 #include "api/api_context.h"
-#include "api/http_server.h"
+#include "http/http_server.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 route chat_completions_route(api_context & ctx);
 route completions_route(api_context & ctx);

@@ -4,17 +4,18 @@
 // streamed, Responses events (`response.created`, …, `response.output_text.delta`, …,
 // `response.completed`), each with a sequence_number. An error once streaming has begun ends the
 // stream with `response.failed`.
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/chat_messages.h"
 #include "api/generation_session.h"
 #include "api/openai/openai_common.h"
 #include "api/openai/openai_routes.h"
 #include "api/openai/responses_stream.h"
 #include "api/reasoning_controls.h"
-#include "api/stream_writer.h"
+#include "http/stream_writer.h"
 #include "util/safe_quote.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 

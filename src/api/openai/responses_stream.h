@@ -7,9 +7,10 @@
 #include <string>
 
 #include "api/generation_session.h"
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 
 namespace rc::api::openai {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // What a response object repeats of its request.
 struct response_echo {

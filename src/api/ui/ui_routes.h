@@ -18,11 +18,12 @@
 #include <vector>
 
 #include "api/api_context.h"
-#include "api/http_server.h"
-#include "api/json_fields.h"
+#include "http/http_server.h"
+#include "http/json_fields.h"
 #include "util/result.h"
 
 namespace rc::api::ui {
+using namespace rc::http;  // written against the HTTP shell (src/http)
 
 // Produces the fleet document (README.md: "Fleet data"). An error is shown on the Fleet page as
 // "fleet unreachable: <message>" (answered 200 with configured: true, error: message, so the page

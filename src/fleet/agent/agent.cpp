@@ -9,7 +9,7 @@
 
 #include "fleet/rollout/artifact_signature.h"
 #include "fleet/host/host_claim.h"
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 #include "fleet/rollout/rollout_artifact.h"
 #include "models/local_catalog.h"
 #include "store/timestamps.h"

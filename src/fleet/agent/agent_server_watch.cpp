@@ -4,7 +4,7 @@
 #include "fleet/agent/agent.h"
 
 
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 #include "util/log.h"
 
 namespace rc::fleet {
@@ -46,14 +46,14 @@ void agent::check_server(const server_snapshot & s) {
 }
 
 void agent::smoke_test(const std::string & url) {
-    http_request req;
+    http::client_request req;
     req.method = "POST";
     req.url = url + "/v1/chat/completions";
     req.headers = {"Content-Type: application/json"};
     if (!opts_.api_key.empty()) req.headers.push_back("Authorization: Bearer " + opts_.api_key);
     req.body = ojson{{"model", opts_.smoke_model}, {"messages", {{{"role", "user"}, {"content", "ping"}}}}, {"max_tokens", 1}}.dump();
     req.timeout = std::chrono::milliseconds(60000);
-    auto r = http_call(req);
+    auto r = http::call(req);
     std::string why;
     if (!r.ok()) why = r.err().message;
     else if (!r->ok()) why = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);

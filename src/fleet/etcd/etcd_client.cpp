@@ -1,6 +1,13 @@
 #include "fleet/etcd/etcd_client.h"
 
+#include <thread>
+
 namespace rc::fleet {
+
+void pause_unless_stopped(const stop_fn & should_stop, std::chrono::milliseconds d) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (!should_stop() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
 
 std::string etcd_prefix_end(const std::string & prefix) {
     std::string end = prefix;

@@ -94,6 +94,8 @@ struct etcd_watch_end {
 
 using etcd_events_fn = std::function<void(const std::vector<etcd_event> & events, int64_t revision)>;
 using stop_fn = std::function<bool()>;
+// Waits `d`, or less once `should_stop` says so (asked every 50 ms): the fleet's loops between polls.
+void pause_unless_stopped(const stop_fn & should_stop, std::chrono::milliseconds d);
 
 class etcd_client {
   public:

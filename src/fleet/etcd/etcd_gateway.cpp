@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "fleet/etcd/etcd_wire.h"
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 
 namespace rc::fleet {
 
@@ -44,9 +44,9 @@ status check_etcd_security(const etcd_options & o) {
 
 etcd_gateway::etcd_gateway(etcd_options opts) : opts_(std::move(opts)) {}
 
-http_request etcd_gateway::post(const std::string & endpoint, const std::string & path, const json & body, std::chrono::milliseconds timeout,
+http::client_request etcd_gateway::post(const std::string & endpoint, const std::string & path, const json & body, std::chrono::milliseconds timeout,
                                 bool with_token) const {
-    http_request req;
+    http::client_request req;
     req.method = "POST";
     req.url = endpoint + "/v3/" + path;
     req.headers = {"Content-Type: application/json"};
@@ -115,7 +115,7 @@ result<size_t> etcd_gateway::sync_members() {
 
 bool etcd_gateway::member_answers(const std::string & endpoint) {
     const auto limit = std::min(opts_.request_timeout, std::max(opts_.stream_idle, std::chrono::milliseconds(500)));
-    auto r = http_call(post(endpoint, "kv/range", {{"key", b64("liveness")}, {"count_only", true}}, limit));
+    auto r = http::call(post(endpoint, "kv/range", {{"key", b64("liveness")}, {"count_only", true}}, limit));
     return r.ok() && r->ok();
 }
 
@@ -139,7 +139,7 @@ result<json> etcd_gateway::call_members(const std::string & path, const json & b
     const size_t first = preferred_.load();
     for (size_t i = 0; i < n; ++i) {
         const size_t idx = (first + i) % n;
-        auto r = http_call(post(eps[idx], path, body, timeout, with_token));
+        auto r = http::call(post(eps[idx], path, body, timeout, with_token));
         if (!r.ok()) {
             failures += (failures.empty() ? "" : "; ") + r.err().message;
             continue;
@@ -186,7 +186,7 @@ result<long> etcd_gateway::stream(const std::string & path, const json & body, c
             hung = true;
             return true;
         };
-        auto r = http_stream(
+        auto r = http::stream(
             post(eps[idx], path, body, std::chrono::milliseconds(0)),
             [&](std::string_view d) {
                 got_data = true;

@@ -1,7 +1,7 @@
 #pragma once
 // etcd_client over etcd's JSON gateway (etcd 3.4: POST /v3/kv/*, /v3/lease/*, /v3/watch,
 // /v3/election/*; keys and values base64, int64 as decimal strings), with libcurl through
-// http_transport.h.
+// http/http_client.h.
 //
 // Contract:
 // * Several endpoints (members of one cluster): a unary call goes to the member that answered
@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleet/etcd/etcd_client.h"
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 
 namespace rc::fleet {
 
@@ -91,7 +91,7 @@ class etcd_gateway final : public etcd_client {
     status authenticate();
     std::string token() const;
     void forget_token();
-    http_request post(const std::string & endpoint, const std::string & path, const nlohmann::json & body, std::chrono::milliseconds timeout,
+    http::client_request post(const std::string & endpoint, const std::string & path, const nlohmann::json & body, std::chrono::milliseconds timeout,
                              bool with_token = true) const;
     // A streamed POST to the first member that accepts the connection; `on_data` as http_stream.
     result<long> stream(const std::string & path, const nlohmann::json & body, const std::function<bool(std::string_view)> & on_data,

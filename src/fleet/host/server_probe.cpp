@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 
 namespace rc::fleet {
 
@@ -13,13 +13,13 @@ namespace {
 
 using json = nlohmann::json;
 
-result<http_reply> get(const std::string & url, std::chrono::milliseconds timeout, const std::string & api_key = "") {
-    http_request req;
+result<http::client_reply> get(const std::string & url, std::chrono::milliseconds timeout, const std::string & api_key = "") {
+    http::client_request req;
     req.url = url;
     if (!api_key.empty()) req.headers.push_back("Authorization: Bearer " + api_key);
     req.timeout = timeout;
     req.connect_timeout = std::min(timeout, std::chrono::milliseconds(1000));
-    return http_call(req);
+    return http::call(req);
 }
 
 json get_json(const std::string & url, std::chrono::milliseconds timeout, const std::string & api_key) {

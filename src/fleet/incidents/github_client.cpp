@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <regex>
 
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 #include "hub/http_client.h"  // link_next: GitHub paginates with the same RFC 8288 Link header as the Hub
 
 namespace rc::fleet {
@@ -70,7 +70,7 @@ github_rest_client::github_rest_client(github_options opts) : opts_(std::move(op
 std::string github_rest_client::repo_url() const { return opts_.api_url + "/repos/" + opts_.repo; }
 
 github_rest_client::answer github_rest_client::send(const std::string & method, const std::string & url, const std::string & body) const {
-    http_request req;
+    http::client_request req;
     req.method = method;
     req.url = url;
     req.headers = {"Accept: application/vnd.github+json", "X-GitHub-Api-Version: 2022-11-28", "Content-Type: application/json"};
@@ -79,7 +79,7 @@ github_rest_client::answer github_rest_client::send(const std::string & method, 
     req.timeout = opts_.timeout;
     req.connect_timeout = std::chrono::milliseconds(5000);
     answer a;
-    auto r = http_call(req);
+    auto r = http::call(req);
     if (!r.ok()) {
         a.status = {false, true, std::chrono::seconds(0), 0, redact(r.err().message, opts_.token)};
         return a;

@@ -1,6 +1,6 @@
 #pragma once
 // The fleet's door to GitHub's REST API (issues and their comments) — only what filing incidents
-// needs. github_rest_client speaks it over http_transport.h; tests/fleet have an in-memory fake.
+// needs. github_rest_client speaks it over http/http_client.h; tests/fleet have an in-memory fake.
 //
 // Contract:
 // * Every call returns a gh_status: ok, or why not and whether to retry (5xx, transport failures and

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 
 namespace rc::fleet {
 
@@ -146,14 +146,14 @@ result<triage_result> model_triage(const fleet_incident & inc, const std::string
                  {"max_tokens", 700},
                  {"temperature", 0},
                  {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "triage"}, {"strict", true}, {"schema", triage_schema()}}}}}};
-    http_request req;
+    http::client_request req;
     req.method = "POST";
     req.url = openai_url + "/v1/chat/completions";
     req.headers = {"Content-Type: application/json"};
     if (!api_key.empty()) req.headers.push_back("Authorization: Bearer " + api_key);
     req.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     req.timeout = timeout;
-    auto r = http_call(req);
+    auto r = http::call(req);
     if (!r.ok()) return r.err();
     if (!r->ok()) return make_error(errc::unavailable, "the triage model answered HTTP " + std::to_string(r->status));
     auto j = json::parse(r->body, nullptr, false);

@@ -7,15 +7,6 @@
 
 namespace rc::fleet {
 
-namespace {
-
-void pause(const stop_fn & should_stop, std::chrono::milliseconds d) {
-    const auto until = std::chrono::steady_clock::now() + d;
-    while (!should_stop() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-}
-
-}  // namespace
-
 triager::triager(etcd_client & etcd, github_client & github, fleet_keys keys, triager_options opts, std::function<int64_t()> lease,
                  std::function<std::vector<host_record>()> healthy_hosts)
     : etcd_(etcd), github_(github), keys_(std::move(keys)), opts_(std::move(opts)), lease_(std::move(lease)), hosts_(std::move(healthy_hosts)) {}
@@ -40,14 +31,14 @@ void triager::run(const stop_fn & should_stop) {
     while (!should_stop()) {
         const int64_t lease = lease_();
         if (lease == 0) {
-            pause(should_stop, opts_.poll_interval);
+            pause_unless_stopped(should_stop, opts_.poll_interval);
             continue;
         }
         auto lost = [&] { return should_stop() || lease_() != lease; };
         auto won = etcd_.campaign(keys_.triager_election(), lease, opts_.host, lost);
         if (!won.ok()) {
             if (!lost()) rc::log::debug("fleet", "campaign_failed", {{"error", won.err().message}});
-            pause(should_stop, opts_.poll_interval);
+            pause_unless_stopped(should_stop, opts_.poll_interval);
             continue;
         }
         leading_ = true;
@@ -58,7 +49,7 @@ void triager::run(const stop_fn & should_stop) {
             if (now.ok()) {
                 if (auto r = worker.run_once(lease); !r.ok()) rc::log::debug("fleet", "outbox_unreadable", {{"error", r.err().message}});
             }
-            pause(lost, opts_.poll_interval);
+            pause_unless_stopped(lost, opts_.poll_interval);
         }
         leading_ = false;
         rc::log::info("fleet", "triager_stepped_down", {{"host", opts_.host}});

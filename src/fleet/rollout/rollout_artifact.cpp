@@ -11,10 +11,11 @@
 #include <sstream>
 #include <vector>
 
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 #include "fleet/rollout/rollout_record.h"
-#include "hub/http_client.h"
+#include "http/http_client.h"
 #include "hub/partial_file.h"
+#include "util/ascii.h"
 #include "util/log.h"
 #include "util/sha256.h"
 
@@ -23,11 +24,6 @@ extern char ** environ;
 namespace rc::fleet {
 
 namespace {
-
-std::string lower(std::string s) {
-    for (char & c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
 
 bool is_hex64(const std::string & s) {
     return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
@@ -87,36 +83,40 @@ status copy_local(const fs::path & from, hub::partial_file & pf) {
 
 // One HTTP attempt, appending to the partial file from where it stands.
 status fetch_http(const std::string & url, hub::partial_file & pf, const std::atomic<bool> * cancel) {
-    hub::hub_config cfg;  // no token: artifact servers never get the Hub's
-    cfg.connect_timeout_s = 10;
-    hub::http_client http(cfg);
-    std::vector<std::string> headers;
-    if (pf.size() > 0) headers.push_back("Range: bytes=" + std::to_string(pf.size()) + "-");
+    http::client_request req;  // no token: artifact servers never get the Hub's
+    req.url = url;
+    if (pf.size() > 0) req.headers.push_back("Range: bytes=" + std::to_string(pf.size()) + "-");
+    req.follow_redirects = true;
+    req.timeout = std::chrono::milliseconds(0);  // a large artifact on a slow link may take long
+    req.connect_timeout = std::chrono::seconds(10);
+    req.stall_timeout = std::chrono::seconds(30);
+    req.low_speed_bytes = 1024;
+    req.low_speed_time = std::chrono::seconds(60);
     status failure;
-    hub::stream_callbacks cb;
-    cb.on_head = [&](const hub::http_response & head) {
+    http::stream_handlers cb;
+    cb.on_head = [&](const http::client_reply & head) {
         if (head.status == 200 && pf.size() > 0) {
             if (auto st = pf.reset(); !st) failure = st;  // the range was ignored: from zero
         }
         return failure.ok();
     };
-    cb.on_body = [&](const char * d, size_t n) {
-        if (auto st = pf.append(d, n); !st) {
+    cb.on_data = [&](std::string_view d) {
+        if (auto st = pf.append(d.data(), d.size()); !st) {
             failure = st;
             return false;
         }
         return true;
     };
-    cb.should_abort = [&] { return cancel && cancel->load(); };
-    auto r = http.stream(url, headers, cb);
+    cb.should_stop = [&] { return cancel && cancel->load(); };
+    auto r = http::stream(req, cb);
     if (!r.ok()) return r.err();
     if (!failure.ok()) return failure;
-    if (r->aborted) return make_error(errc::unavailable, "the download was cancelled");
-    if (r->head.status == 416) {
+    if (r->stopped) return make_error(errc::unavailable, "the download was cancelled");
+    if (r->status == 416) {
         if (auto st = pf.reset(); !st) return st;
         return make_error(errc::unavailable, "the server refused the resume range (416); restarting");
     }
-    if (!r->head.is_success()) return make_error(errc::unavailable, "HTTP " + std::to_string(r->head.status) + " from " + url);
+    if (!r->ok()) return make_error(errc::unavailable, "HTTP " + std::to_string(r->status) + " from " + url);
     return {};
 }
 
@@ -131,10 +131,10 @@ std::string signature_source(const rollout_spec & spec) { return spec.signature.
 result<std::string> fetch_signature(const std::string & source) {
     constexpr size_t limit = 64 << 10;
     if (source.starts_with("http://") || source.starts_with("https://")) {
-        http_request req;
+        http::client_request req;
         req.url = source;
         req.timeout = std::chrono::seconds(30);
-        auto r = http_call(req);
+        auto r = http::call(req);
         if (!r.ok()) return r.err();
         if (!r->ok()) return make_error(errc::unavailable, "HTTP " + std::to_string(r->status));
         if (r->body.size() > limit) return make_error(errc::invalid_argument, "larger than 64 KiB");
@@ -152,7 +152,7 @@ result<std::string> fetch_signature(const std::string & source) {
 }
 
 result<fs::path> fetch_artifact(const std::string & source, const std::string & sha256, const fs::path & data_dir, const std::atomic<bool> * cancel) {
-    const std::string want = lower(sha256);
+    const std::string want = ascii_lower(sha256);
     if (!is_hex64(want)) return make_error(errc::invalid_argument, "--sha256 must be 64 hex digits");
     const bool http = source.starts_with("http://") || source.starts_with("https://");
     fs::path local;
@@ -204,7 +204,7 @@ result<fs::path> fetch_artifact(const std::string & source, const std::string & 
 result<fs::path> unpack_artifact(const fs::path & tarball, const std::string & sha256, const std::string & version, const fs::path & data_dir) {
     const fs::path versions = versions_dir(data_dir);
     const fs::path dest = versions / version;
-    const std::string want = lower(sha256);
+    const std::string want = ascii_lower(sha256);
     if (first_line(dest / ".artifact-sha256") == want && access((dest / "bin" / "rustycage").c_str(), X_OK) == 0) return dest;
     std::string listing;
     if (run_tool({"tar", "-tzf", tarball.string()}, listing) != 0) return make_error(errc::invalid_argument, "the artifact is not a readable .tar.gz: " + listing.substr(0, 300));

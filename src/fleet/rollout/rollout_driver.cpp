@@ -9,15 +9,6 @@
 
 namespace rc::fleet {
 
-namespace {
-
-void pause(const stop_fn & should_stop, std::chrono::milliseconds d) {
-    const auto until = std::chrono::steady_clock::now() + d;
-    while (!should_stop() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-}
-
-}  // namespace
-
 rollout_driver::rollout_driver(etcd_client & etcd, fleet_keys keys, std::string host, std::function<int64_t()> lease, std::chrono::milliseconds poll)
     : etcd_(etcd), keys_(std::move(keys)), host_(std::move(host)), lease_(std::move(lease)), poll_(poll) {}
 
@@ -73,13 +64,13 @@ void rollout_driver::run(const stop_fn & should_stop) {
     while (!should_stop()) {
         const int64_t lease = lease_();
         if (lease == 0) {
-            pause(should_stop, poll_);
+            pause_unless_stopped(should_stop, poll_);
             continue;
         }
         auto lost = [&] { return should_stop() || lease_() != lease; };
         auto won = etcd_.campaign(keys_.rollout_election(), lease, host_, lost);
         if (!won.ok()) {
-            pause(should_stop, poll_);
+            pause_unless_stopped(should_stop, poll_);
             continue;
         }
         leading_ = true;
@@ -89,7 +80,7 @@ void rollout_driver::run(const stop_fn & should_stop) {
             if (now.ok() && (!now->has_value() || (*now)->key != won->key)) break;
             if (now.ok())
                 if (auto r = step_once(); !r.ok()) rc::log::debug("fleet", "rollout_unreadable", {{"error", r.err().message}});
-            pause(lost, poll_);
+            pause_unless_stopped(lost, poll_);
         }
         leading_ = false;
         if (lease_() == lease) (void) etcd_.resign(won.value());

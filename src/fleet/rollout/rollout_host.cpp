@@ -5,7 +5,7 @@
 
 #include "fleet/rollout/artifact_signature.h"
 #include "fleet/host/host_record.h"
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 #include "fleet/rollout/rollout_artifact.h"
 #include "fleet/rollout/rollout_plan.h"
 #include "fleet/rollout/rollout_slots.h"
@@ -25,11 +25,6 @@ namespace fs = std::filesystem;
 
 std::string now_text() { return store::format_rfc3339(std::chrono::system_clock::now()); }
 
-void pause_for(const stop_fn & should_stop, std::chrono::milliseconds d) {
-    const auto until = steady::now() + d;
-    while (!should_stop() && steady::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-}
-
 ojson lines_json(const std::vector<std::string> & lines) {
     ojson a = ojson::array();
     for (const auto & l : lines) a.push_back(l);
@@ -37,10 +32,10 @@ ojson lines_json(const std::vector<std::string> & lines) {
 }
 
 uint64_t count_5xx(const std::string & url, std::chrono::milliseconds timeout) {
-    http_request req;
+    http::client_request req;
     req.url = url + "/metrics";
     req.timeout = timeout;
-    auto r = http_call(req);
+    auto r = http::call(req);
     if (!r.ok() || r->status != 200) return 0;
     uint64_t n = 0;
     for (const auto & s : parse_prometheus_text(r->body)) {
@@ -87,7 +82,7 @@ bool rollout_host::write(const rollout_record & r, host_progress & p, const std:
     for (;;) {
         if (etcd_.put(keys_.rollout_host(r.id, opts_.host), to_json(p).dump()).ok()) break;
         if (should_stop()) return false;
-        pause_for(should_stop, opts_.poll);
+        pause_unless_stopped(should_stop, opts_.poll);
     }
     rc::log::info("fleet", "rollout_step", {{"rollout", r.id}, {"host", opts_.host}, {"step", step}, {"message", message}});
     return true;
@@ -102,7 +97,7 @@ rollout_host::gate rollout_host::wait_gate(const rollout_record & r, const stop_
         } else if (now.err().code == errc::not_found || now.err().code == errc::invalid_argument) {
             return gate::stop;  // gone or unreadable
         }
-        pause_for(should_stop, opts_.poll);  // paused, or etcd away: wait
+        pause_unless_stopped(should_stop, opts_.poll);  // paused, or etcd away: wait
     }
     return gate::stop;
 }
@@ -244,7 +239,7 @@ bool rollout_host::take_slots(const rollout_record & r, host_progress & p, const
             last_why = why;
             write(r, p, "waiting_slot", why, should_stop);
         }
-        pause_for(should_stop, opts_.poll);
+        pause_unless_stopped(should_stop, opts_.poll);
     }
     return false;
 }
@@ -260,7 +255,7 @@ std::string rollout_host::bake(const rollout_record & r, const stop_fn & should_
         const uint64_t n = count_5xx(s.openai_url, opts_.smoke_timeout);
         if (n > base) return std::to_string(n - base) + " 5xx answer(s) during the bake";
         if (steady::now() >= until) return "";
-        pause_for(should_stop, std::min<std::chrono::milliseconds>(std::chrono::milliseconds(250), r.spec.bake));
+        pause_unless_stopped(should_stop, std::min<std::chrono::milliseconds>(std::chrono::milliseconds(250), r.spec.bake));
     }
     return "";
 }
@@ -386,7 +381,7 @@ rollout_host::outcome rollout_host::upgrade(const rollout_record & r, host_progr
 void rollout_host::run(const stop_fn & should_stop) {
     stop_ = should_stop;
     while (!should_stop()) {
-        pause_for(should_stop, opts_.poll);
+        pause_unless_stopped(should_stop, opts_.poll);
         auto active = etcd_.get(keys_.rollout_active());
         if (!active.ok() || active->kvs.empty()) continue;
         auto view = read_rollout(etcd_, keys_, active->kvs[0].value);

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fleet/etcd/http_transport.h"
+#include "http/http_client.h"
 #include "fleet/host/server_probe.h"
 
 namespace rc::fleet {
@@ -17,8 +17,8 @@ struct caller {
     std::string base, api_key;
     std::chrono::milliseconds timeout;
 
-    result<http_reply> call(const std::string & method, const std::string & path, const json & body = nullptr) const {
-        http_request req;
+    result<http::client_reply> call(const std::string & method, const std::string & path, const json & body = nullptr) const {
+        http::client_request req;
         req.method = method;
         req.url = base + path;
         req.timeout = timeout;
@@ -27,12 +27,12 @@ struct caller {
             req.body = body.dump();
         }
         if (!api_key.empty()) req.headers.push_back("Authorization: Bearer " + api_key);
-        return http_call(req);
+        return http::call(req);
     }
 };
 
 // "" when the reply is a 200 with a JSON object; else why not.
-std::string json_reply(const result<http_reply> & r, json & out) {
+std::string json_reply(const result<http::client_reply> & r, json & out) {
     if (!r.ok()) return r.err().message;
     if (r->status != 200) return "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
     out = json::parse(r->body, nullptr, false);

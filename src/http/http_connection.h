@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace rc::api::detail {
+namespace rc::http::detail {
 
 class connection_stream final : public httplib::Stream {
   public:
@@ -91,4 +91,4 @@ class client_presence {
     bool gone_ = false;
 };
 
-}  // namespace rc::api::detail
+}  // namespace rc::http::detail

@@ -1,10 +1,10 @@
-#include "api/server_shell.h"
+#include "http/server_shell.h"
 
-#include "api/api_error.h"
-#include "api/request_guard.h"
+#include "http/api_error.h"
+#include "http/request_guard.h"
 #include "util/log.h"
 
-namespace rc::api {
+namespace rc::http {
 
 bool is_public_path(const std::string & path) {
     return path == "/" || path == "/health" || path.rfind("/v1/health/", 0) == 0 || path == "/api/version" || path == "/v1/version" ||
@@ -118,4 +118,4 @@ void listeners::stop() {
     ports_.clear();
 }
 
-}  // namespace rc::api
+}  // namespace rc::http

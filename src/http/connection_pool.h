@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-namespace rc::api::detail {
+namespace rc::http::detail {
 
 class connection_pool final : public httplib::TaskQueue {
   public:
@@ -44,4 +44,4 @@ class connection_pool final : public httplib::TaskQueue {
     bool stopping_ = false;
 };
 
-}  // namespace rc::api::detail
+}  // namespace rc::http::detail

@@ -1,8 +1,8 @@
-#include "api/api_error.h"
+#include "http/api_error.h"
 
 #include <nlohmann/json.hpp>
 
-namespace rc::api {
+namespace rc::http {
 
 namespace {
 
@@ -75,4 +75,4 @@ std::string stream_error(dialect d, const rc::error & err) {
     return "data: " + dump(openai_error(http_status_for(err.code), err.message, {}, errc_name(err.code))) + "\n\n";
 }
 
-}  // namespace rc::api
+}  // namespace rc::http

@@ -13,7 +13,7 @@
 
 #include "util/result.h"
 
-namespace rc::api {
+namespace rc::http {
 
 struct http_request {
     std::string method;
@@ -111,4 +111,4 @@ class http_server {
     std::unique_ptr<impl> impl_;
 };
 
-}  // namespace rc::api
+}  // namespace rc::http

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "api/http_server.h"
+#include "http/http_server.h"
 
-namespace rc::api {
+namespace rc::http {
 
 using json = nlohmann::ordered_json;
 
@@ -61,4 +61,4 @@ std::vector<int32_t> read_token_ids(const json & arr, const std::string & field)
 // JSON text; non-UTF-8 bytes replaced (for text produced by a model).
 std::string dump(const json & j);
 
-}  // namespace rc::api
+}  // namespace rc::http

@@ -1,4 +1,4 @@
-#include "api/http_server.h"
+#include "http/http_server.h"
 
 #include <cpp-httplib/httplib.h>
 #include <netinet/in.h>
@@ -12,14 +12,15 @@
 #include <cstring>
 #include <limits>
 
-#include "api/connection_pool.h"
-#include "api/http_connection.h"
+#include "http/connection_pool.h"
+#include "http/http_connection.h"
+#include "util/ascii.h"
 
-namespace rc::api {
+namespace rc::http {
 
 namespace {
 
-// httplib's server with our connection loop (api/http_connection.h): a read buffer that lives as
+// httplib's server with our connection loop (http/http_connection.h): a read buffer that lives as
 // long as the connection (pipelined requests are all answered, in order), a deadline on each
 // header block, and a cap on open connections. httplib still parses and routes every request.
 class guarded_server final : public httplib::Server {
@@ -49,11 +50,6 @@ namespace {
 // converted on it ask it whether their client is still there.
 thread_local std::shared_ptr<detail::client_presence> t_presence;
 
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-}
-
 http_request convert(const httplib::Request & req, bool with_body = true) {
     http_request r;
     r.method = req.method;
@@ -62,7 +58,7 @@ http_request convert(const httplib::Request & req, bool with_body = true) {
     r.remote_addr = req.remote_addr;
     for (const auto & [k, v] : req.path_params) r.path_params[k] = v;
     for (const auto & [k, v] : req.params) r.query.emplace(k, v);
-    for (const auto & [k, v] : req.headers) r.headers[lower(k)] = v;
+    for (const auto & [k, v] : req.headers) r.headers[ascii_lower(k)] = v;
     if (auto presence = t_presence) r.client_gone = [presence] { return presence->gone(); };
     else r.client_gone = req.is_connection_closed;
     return r;
@@ -377,4 +373,4 @@ void http_server::stop() {
     if (impl_->server.is_running()) impl_->server.stop();
 }
 
-}  // namespace rc::api
+}  // namespace rc::http

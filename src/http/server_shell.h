@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "api/http_server.h"
+#include "http/http_server.h"
 #include "util/result.h"
 
-namespace rc::api {
+namespace rc::http {
 
 // The listen flags every service takes (--max-body-mb, --max-connections, --header-timeout).
 struct shell_limits {
@@ -66,4 +66,4 @@ class listeners {
     std::vector<int> ports_;
 };
 
-}  // namespace rc::api
+}  // namespace rc::http

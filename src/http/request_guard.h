@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "api/http_server.h"
+#include "http/http_server.h"
 #include "util/result.h"
 
-namespace rc::api {
+namespace rc::http {
 
 // Keys are compared as sent in an HTTP header: each must be non-empty printable ASCII without
 // spaces (trim them first). Errors: invalid_argument saying which key is wrong and why (never the key).
@@ -23,4 +23,4 @@ std::unique_ptr<http_response> guard_request(const http_request & req, const std
 // The CORS headers of every response (the request's Origin, or *).
 void add_cors(http_response & r, const http_request & req);
 
-}  // namespace rc::api
+}  // namespace rc::http

@@ -3,7 +3,7 @@
 // metadata reader and the names listings show.
 #include <gtest/gtest.h>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 #include "api/chat_output.h"
 #include "api/model_facts.h"
 #include "api/ollama/chat_messages.h"

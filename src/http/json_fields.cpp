@@ -1,11 +1,11 @@
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 
 #include <cmath>
 #include <string_view>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
 
-namespace rc::api {
+namespace rc::http {
 
 namespace {
 
@@ -181,4 +181,4 @@ std::vector<int32_t> read_token_ids(const json & arr, const std::string & field)
 
 std::string dump(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-}  // namespace rc::api
+}  // namespace rc::http

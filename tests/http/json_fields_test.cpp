@@ -3,10 +3,10 @@
 
 #include <chrono>
 
-#include "api/api_error.h"
-#include "api/json_fields.h"
+#include "http/api_error.h"
+#include "http/json_fields.h"
 
-using namespace rc::api;
+using namespace rc::http;
 
 namespace {
 

@@ -1,9 +1,9 @@
-#include "api/connection_pool.h"
+#include "http/connection_pool.h"
 
 #include <algorithm>
 #include <chrono>
 
-namespace rc::api::detail {
+namespace rc::http::detail {
 
 namespace {
 constexpr std::chrono::seconds k_idle_end{60};
@@ -71,4 +71,4 @@ void connection_pool::shutdown() {
     }
 }
 
-}  // namespace rc::api::detail
+}  // namespace rc::http::detail

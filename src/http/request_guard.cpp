@@ -1,10 +1,11 @@
-#include "api/request_guard.h"
+#include "http/request_guard.h"
 
 #include <strings.h>
 
-#include "api/api_error.h"
+#include "http/api_error.h"
+#include "util/ascii.h"
 
-namespace rc::api {
+namespace rc::http {
 
 namespace {
 
@@ -14,18 +15,12 @@ const char * cors_allow_headers = "Authorization, Content-Type, OpenAI-Organizat
                                   "X-Stainless-Helper-Method, X-Stainless-Poll-Helper, X-Stainless-Custom-Poll-Interval, "
                                   "X-Requested-With, User-Agent, Accept";
 
-std::string trim(const std::string & s) {
-    const auto b = s.find_first_not_of(" \t");
-    if (b == std::string::npos) return {};
-    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
 // The key a request presents: `Authorization: Bearer <key>` (scheme case-insensitive), else
 // `x-api-key`. Empty when it presents none.
 std::string presented_key(const http_request & req) {
-    const std::string auth = trim(req.header("authorization"));
-    if (auth.size() > 7 && strncasecmp(auth.c_str(), "bearer ", 7) == 0) return trim(auth.substr(7));
-    return trim(req.header("x-api-key"));
+    const std::string auth(trim(req.header("authorization")));
+    if (auth.size() > 7 && strncasecmp(auth.c_str(), "bearer ", 7) == 0) return std::string(trim(auth.substr(7)));
+    return std::string(trim(req.header("x-api-key")));
 }
 
 // Compares in time that depends on the lengths only, so response timing does not reveal how much
@@ -85,4 +80,4 @@ status check_api_keys(const std::vector<std::string> & keys) {
     return {};
 }
 
-}  // namespace rc::api
+}  // namespace rc::http

@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "api/http_server.h"
+#include "http/http_server.h"
 #include "util/result.h"
 
-namespace rc::api {
+namespace rc::http {
 
 enum class dialect { openai, ollama };
 
@@ -41,4 +41,4 @@ http_response error_response(dialect d, int status, const std::string & message,
 // `{"error":"..."}` (Ollama).
 std::string stream_error(dialect d, const rc::error & err);
 
-}  // namespace rc::api
+}  // namespace rc::http

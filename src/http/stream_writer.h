@@ -10,9 +10,9 @@
 #include <string_view>
 #include <utility>
 
-#include "api/http_server.h"
+#include "http/http_server.h"
 
-namespace rc::api {
+namespace rc::http {
 
 inline constexpr std::chrono::seconds keep_alive_after{5};
 
@@ -57,4 +57,4 @@ inline http_response streamed_response(std::string content_type, std::function<s
     return r;
 }
 
-}  // namespace rc::api
+}  // namespace rc::http

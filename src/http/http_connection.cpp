@@ -1,4 +1,4 @@
-#include "api/http_connection.h"
+#include "http/http_connection.h"
 
 #include <netdb.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace rc::api::detail {
+namespace rc::http::detail {
 
 namespace {
 
@@ -237,4 +237,4 @@ bool client_presence::gone() {
     return false;
 }
 
-}  // namespace rc::api::detail
+}  // namespace rc::http::detail
