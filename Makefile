@@ -73,7 +73,7 @@ sanitize:
 # CI's instrumented leg: the unit suites that need no model (the parsers, the KV host/disk stores and
 # planner, the model store's transactions, the Hub readers, UTF-8 and byte sizes). Their code is what
 # the fuzz targets compile anyway, so on top of `make fuzz` this adds little more than the tests.
-SANITIZE_QUICK := util_test kv_test metrics_test models_test engine_unit_test api_unit_test store_test hub_test
+SANITIZE_QUICK := util_test kv_test metrics_test models_test engine_unit_test http_unit_test api_unit_test store_test hub_test
 sanitize-quick:
 	@$(MAKE) configure BUILD=$(ASAN_BUILD) CMAKE_ARGS="$(ASAN_ARGS)"
 	@cmake --build $(ASAN_BUILD) --target $(SANITIZE_QUICK) -j 2

@@ -13,9 +13,9 @@
 #include "engine/sampler.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
-    auto schema = rc::api::parse_json_bounded(std::string(reinterpret_cast<const char *>(data), size));
+    auto schema = rc::http::parse_json_bounded(std::string(reinterpret_cast<const char *>(data), size));
     if (!schema) return 0;
-    auto c = rc::engine::schema_constraint(rc::api::dump(*schema));
+    auto c = rc::engine::schema_constraint(rc::http::dump(*schema));
     if (!c) return 0;
     const std::string & gbnf = c->grammar;
     if (gbnf.size() > rc::engine::grammar_limits::max_grammar_bytes || rc::engine::gbnf_nesting(gbnf) > rc::engine::grammar_limits::max_grammar_nesting) return 0;

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     common_chat_templates_ptr templates;
     if (!rc::llama::run_template("fuzz", [&] { templates = common_chat_templates_init(nullptr, source); })) return 0;
     common_chat_templates_inputs inputs;
-    if (!rc::api::parse_json_bounded(messages)) return 0;  // the bounds every body gets
+    if (!rc::http::parse_json_bounded(messages)) return 0;  // the bounds every body gets
     try {
         auto parsed = common_json::parse_no_throw(messages);
         if (parsed.is_discarded() || !parsed.is_array()) return 0;

@@ -4,7 +4,7 @@
 // etcd records (host_table.h), and forwards each request to the best up host for it
 // (proxy_routes.h); listings are the union over the fleet (fleet_routes.h).
 //
-// Cross-cutting, exactly as on a host (the shared shell, api/server_shell.h): API keys (--api-key;
+// Cross-cutting, exactly as on a host (the shared shell, http/server_shell.h): API keys (--api-key;
 // health and metrics stay public), CORS incl. the official clients' x-stainless-* headers, errors in
 // each API's shape, body, connection and header limits, the request metrics.
 // Contract: start() binds both ports (errors: io) and starts the fleet watch; stop() (also the
@@ -24,7 +24,7 @@
 namespace rc::gateway {
 using namespace rc::http;  // written against the HTTP shell (src/http)
 
-// Where to listen, and the limits of every listener: the same shell as a host's (api/server_shell.h).
+// Where to listen, and the limits of every listener: the same shell as a host's (http/server_shell.h).
 struct gateway_listen : http::shell_limits {
     std::string host = "127.0.0.1";
     int openai_port = 8080;   // 0: any free port
