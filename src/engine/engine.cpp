@@ -96,12 +96,12 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     e->impl_->max_idle = max_idle;
     if (info.is_embedding) e->impl_->kv_exec = std::make_unique<kv_executor>(e->impl_->ctx);
     if (!info.is_embedding) {
-        e->impl_->whole_snapshots = snapshots;
         // A recurrent memory keeps one state per sequence, not a cell per token: no cell budget.
         const bool per_token_cells = !info.is_recurrent || info.is_hybrid;
-        kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1, snapshots};
+        kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1};
+        const auto layout = snapshots ? kv::memory_layout::whole_snapshots : kv::memory_layout::blocks;
         const auto identity = kv_identity_of(*m, cp);
-        auto exec = kv_executor::open(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1), po, opts.kv, identity);
+        auto exec = kv_executor::open(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1), layout, po, opts.kv, identity);
         if (!exec) return exec.err();
         e->impl_->kv_exec = std::move(exec.value());
         if (!opts.step_cost_file.empty()) {

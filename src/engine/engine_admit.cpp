@@ -120,9 +120,7 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
 
 void engine::impl::ready_to_prefill(std::unique_ptr<sequence> s) {
     if (!s->resumed) s->n_reused = s->n_past;
-    // Recurrent states cannot be cut back: stop the prefill one token before the prompt's end and keep
-    // that state, which serves both a regenerate and a resume diverging where our reply began.
-    if (whole_snapshots && kv_exec->has_tiers() && !s->resumed && s->n_prompt - 1 > s->n_past) s->snapshot_at = s->n_prompt - 1;
+    if (!s->resumed && plans()) s->checkpoint_at = kv_exec->planner().checkpoint_at(s->n_past, s->n_prompt);
     active.push_back(std::move(s));
 }
 

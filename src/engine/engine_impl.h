@@ -84,9 +84,6 @@ struct engine::impl {
     std::vector<llama_seq_id> free_ids;
     std::unique_ptr<kv_executor> kv_exec;             // the context's memory, the planner, the tiers (kv_executor.h)
     int max_idle = 0;                                 // idle conversations kept in the context
-    // Recurrent, hybrid and sliding-window models: the tiers hold whole-sequence snapshots (state
-    // after exactly N tokens, keyed like a block ending at N) instead of per-token blocks.
-    bool whole_snapshots = false;
     step_cost_model step_cost;                        // sizes the prefill chunk while streams decode
     int chunk_align = 16;
     size_t cell_bytes = 0;  // serialised KV per cell: remembered, else measured by the warm-up (0: unknown)
@@ -150,16 +147,15 @@ struct engine::impl {
     void start_promotion(std::unique_ptr<sequence> s, kv::reuse_plan plan);
     bool poll_promotions();
     bool make_room(int cells, bool may_preempt);   // applies the planner's plan; true when the cells are free
-    void trim_idle(sequence & v, int keep);
+    void trim_idle(sequence & v, int keep);        // keep: as planned (always 0 where memory cannot be cut)
     void preempt(sequence & s);
     void retire(sequence & s, const std::shared_ptr<kv::write_group> & group);  // finished: keep it idle
     bool evict_lru_idle();                          // releases the least recently used idle conversation
     void demote_idle();                             // idle conversations to the tiers, when another needs the context
     bool tiers_can_keep(const sequence & s) const;  // its blocks fit what the tiers below hold
-    // Blocks of positions [from, to) not yet below the context go to the tiers.
-    void store_blocks(sequence & s, int from, int to, const std::shared_ptr<kv::write_group> & group = nullptr);
-    void store_completed_blocks(sequence & s, int n_past_before);  // the blocks this step filled
-    void save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group = nullptr);
+    // What of its context from position `from` on no tier holds yet goes below (as the planner plans it).
+    void store(sequence & s, int from, const std::shared_ptr<kv::write_group> & group = nullptr);
+    void store_filled(sequence & s, int n_past_before);  // what this step made storable
     void prefetch(const std::vector<llama_token> & tokens, const std::string & salt);
     sequence * find_live(llama_seq_id id);
     kv_lookup answer_lookup(const std::vector<llama_token> & tokens, const std::string & salt) const;  // engine_lookup.cpp

@@ -155,11 +155,7 @@ bool engine::impl::make_room(int cells, bool may_preempt) {
 void engine::impl::trim_idle(sequence & v, int keep) {
     if (!plans()) return;  // idle conversations exist only with a planner
     keep = std::clamp(keep, 0, v.n_past);
-    if (whole_snapshots) keep = 0;  // a recurrent state cannot be cut back
-    if (kv_exec->has_tiers()) {
-        if (whole_snapshots) save_snapshot(v, v.n_past);
-        else store_blocks(v, keep, v.n_past);
-    }
+    store(v, keep);
     kv_exec->stats().evicted_context.add(1);
     if (keep == 0) {
         release(v);
@@ -174,10 +170,7 @@ void engine::impl::trim_idle(sequence & v, int keep) {
 void engine::impl::preempt(sequence & s) {
     // vLLM's swap mode: the sequence's blocks go to the tiers below (without tiers it recomputes when it
     // resumes), its cells are freed, and it waits at the front of the queue with its sampler and output.
-    if (kv_exec->has_tiers()) {
-        if (whole_snapshots) save_snapshot(s, s.n_past);
-        else store_blocks(s, 0, s.n_past);
-    }
+    store(s, 0);
     if (s.decoding) s.prefill_end = static_cast<int>(s.tokens.size());  // its last sampled token is not in the context yet
     kv_exec->forget(s.id);
     free_ids.push_back(s.id);
@@ -185,7 +178,7 @@ void engine::impl::preempt(sequence & s) {
     s.n_past = 0;
     s.decoding = false;
     s.resumed = true;
-    s.snapshot_at = -1;
+    s.checkpoint_at = -1;
     s.logits_row = -1;
     kv_exec->stats().preemptions.add(1);
     rc::log::debug("engine", "preempted", {{"tokens", static_cast<int64_t>(s.tokens.size())}});
@@ -206,8 +199,7 @@ void engine::impl::retire(sequence & s, const std::shared_ptr<kv::write_group> &
     s.tokens.resize(static_cast<size_t>(s.n_past));  // the last sampled token never reached the context
     s.keys.truncate(s.n_past);
     if (kv_exec->has_disk()) {                       // write-back starts now, so a restart keeps it
-        if (whole_snapshots) save_snapshot(s, s.n_past, group);
-        else store_blocks(s, 0, s.n_past, group);
+        store(s, 0, group);
         kv_exec->join_pending_writes(group);         // the blocks stored while it ran, too
     }
     while (count_idle() > max_idle && evict_lru_idle()) {
@@ -230,8 +222,7 @@ void engine::impl::demote_idle() {
 bool engine::impl::tiers_can_keep(const sequence & s) const {
     // Without disk, a conversation that host RAM could not comfortably hold stays: demoting it would
     // push older blocks out and lose its own tail.
-    if (kv_exec->has_disk()) return true;
-    return cell_bytes > 0 && kv_exec->can_keep(static_cast<size_t>(s.n_past) * cell_bytes);
+    return cell_bytes > 0 ? kv_exec->can_keep(static_cast<size_t>(s.n_past) * cell_bytes) : kv_exec->has_disk();
 }
 
 int engine::impl::count_idle() const {
@@ -251,24 +242,19 @@ bool engine::impl::evict_lru_idle() {
     return true;
 }
 
-void engine::impl::store_blocks(sequence & s, int from, int to, const std::shared_ptr<kv::write_group> & group) {
+void engine::impl::store(sequence & s, int from, const std::shared_ptr<kv::write_group> & group) {
     const std::span<const int32_t> toks(s.tokens.data(), static_cast<size_t>(s.n_past));
-    kv_exec->store_blocks(s.id, toks, s.keys, from, to, s.n_prompt, group);
+    kv_exec->store(s.id, toks, s.keys, from, s.n_past, s.n_prompt, group);
 }
 
-void engine::impl::store_completed_blocks(sequence & s, int n_past_before) {
+void engine::impl::store_filled(sequence & s, int n_past_before) {
     // A block goes below the context as soon as it is full, while its sequence runs: when the
     // sequence finishes, is demoted or swapped out, only its last partial block is left to copy, so
     // the copies (3 ms a block on bench-1b, 29 of them for a 1.8k-token conversation) are no longer
-    // on the path of the request that needs its cells. Recurrent states are saved whole, at the end.
-    if (!kv_exec->has_tiers() || whole_snapshots || !tiers_can_keep(s)) return;
-    const int B = kv_exec->planner().block_size();
-    const int from = n_past_before / B * B, to = s.n_past / B * B;
-    if (to > from) store_blocks(s, from, to);
-}
-
-void engine::impl::save_snapshot(sequence & s, int n_tokens, const std::shared_ptr<kv::write_group> & group) {
-    kv_exec->save_snapshot(s.id, s.tokens, s.keys, n_tokens, group);
+    // on the path of the request that needs its cells. (A snapshot is stored whole, at the end.)
+    if (!kv_exec->has_tiers() || !tiers_can_keep(s)) return;
+    const std::span<const int32_t> toks(s.tokens.data(), static_cast<size_t>(s.n_past));
+    kv_exec->store_filled(s.id, toks, s.keys, n_past_before, s.n_past, s.n_prompt);
 }
 
 void engine::impl::prefetch(const std::vector<llama_token> & tokens, const std::string & salt) {

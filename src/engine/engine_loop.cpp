@@ -192,9 +192,9 @@ bool engine::impl::decode_generate() {
         auto & s = *active[static_cast<size_t>(e.index)];
         kv_exec->decoded(s.id, e.n_tokens);
         s.n_past += e.n_tokens;
-        if (s.snapshot_at == s.n_past) {  // the state one token before the prompt's end (see try_admit)
-            save_snapshot(s, s.n_past);
-            s.snapshot_at = -1;
+        if (s.checkpoint_at == s.n_past) {  // (see ready_to_prefill)
+            store(s, 0);
+            s.checkpoint_at = -1;
         }
     }
     if (rc::log::current_level() == rc::log::level::debug)  // not the fields' formatting on every step otherwise
@@ -208,7 +208,7 @@ bool engine::impl::decode_generate() {
     sample_outputs();
     for (const auto & e : plan) {  // once this step's tokens are on their way
         auto & s = *active[static_cast<size_t>(e.index)];
-        if (s.live()) store_completed_blocks(s, s.n_past - e.n_tokens);
+        if (s.live()) store_filled(s, s.n_past - e.n_tokens);
     }
     return true;
 }

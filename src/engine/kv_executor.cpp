@@ -11,8 +11,8 @@ kv_executor::kv_executor(llama_context * ctx, llama_seq_id scratch, int n_cells)
 
 kv_executor::~kv_executor() = default;
 
-result<std::unique_ptr<kv_executor>> kv_executor::open(llama_context * ctx, llama_seq_id scratch, const kv::planner_options & po,
-                                                       const kv::kv_options & tiers, const kv::kv_identity & id) {
+result<std::unique_ptr<kv_executor>> kv_executor::open(llama_context * ctx, llama_seq_id scratch, kv::memory_layout layout,
+                                                       const kv::planner_options & po, const kv::kv_options & tiers, const kv::kv_identity & id) {
     if (po.block_size < 1 || po.block_size > 4096) return make_error(errc::invalid_argument, "KV block size must be 1..4096 tokens");
     std::unique_ptr<kv_executor> x(new kv_executor(ctx, scratch, po.n_cells));
     if (tiers.host_budget > 0 || (!tiers.disk_dir.empty() && tiers.disk_budget > 0)) {
@@ -21,7 +21,7 @@ result<std::unique_ptr<kv_executor>> kv_executor::open(llama_context * ctx, llam
         x->tiers_ = std::move(m.value());
         x->aliases_ = std::make_unique<kv::alias_table>(id, po.block_size, x->tiers_.get());
     }
-    x->planner_ = std::make_unique<kv::kv_planner>(po, id, x->tiers_.get(), x->aliases_.get());
+    x->planner_ = kv::kv_planner::make(layout, po, id, x->tiers_.get(), x->aliases_.get());
     return x;
 }
 
@@ -80,23 +80,20 @@ bool kv_executor::restore(llama_seq_id seq, const kv::block_blob & blob, int kee
     return true;
 }
 
-void kv_executor::store_blocks(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int from, int to, int prompt_end,
-                               const std::shared_ptr<kv::write_group> & group) {
-    if (!tiers_) return;
-    const kv::store_plan plan = planner_->plan_store(tokens, keys, from, to, prompt_end);
+void kv_executor::store(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int from, int to, int prompt_end,
+                        const std::shared_ptr<kv::write_group> & group) {
+    if (tiers_) apply(seq, planner_->plan_store(tokens, keys, from, to, prompt_end), group);
+}
+
+void kv_executor::store_filled(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int before, int after, int prompt_end) {
+    if (tiers_) apply(seq, planner_->plan_filled(tokens, keys, before, after, prompt_end), nullptr);
+}
+
+void kv_executor::apply(llama_seq_id seq, const kv::store_plan & plan, const std::shared_ptr<kv::write_group> & group) {
     for (const auto & b : plan.blocks) {
         if (auto blob = bridge_->save(seq, b.p0, b.p1)) tiers_->store(b.key, std::move(blob), group);
     }
     for (const auto & [key, alias] : plan.aliases) aliases_->remember(key, alias);
-}
-
-void kv_executor::save_snapshot(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int n,
-                                const std::shared_ptr<kv::write_group> & group) {
-    if (!tiers_ || n <= 0) return;
-    const kv::block_key key = keys.key_at(tokens, n);
-    if (tiers_->where(key)) return;
-    // Only the state after the last decoded token exists; the whole sequence is one blob.
-    if (auto blob = bridge_->save(seq, 0, n)) tiers_->store(key, std::move(blob), group);
 }
 
 void kv_executor::join_pending_writes(const std::shared_ptr<kv::write_group> & group) {

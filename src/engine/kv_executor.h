@@ -27,10 +27,10 @@ class kv_executor {
   public:
     // An embedding model's: memory operations only, no planner, no tiers.
     explicit kv_executor(llama_context * ctx);
-    // A text model's: the planner over the tiers `tiers` configures (opened here: errors as
+    // A text model's: the planner for `layout` over the tiers `tiers` configures (opened here: errors as
     // kv_manager::open), block moves through the scratch sequence `scratch`.
-    static result<std::unique_ptr<kv_executor>> open(llama_context * ctx, llama_seq_id scratch, const kv::planner_options & po,
-                                                     const kv::kv_options & tiers, const kv::kv_identity & id);
+    static result<std::unique_ptr<kv_executor>> open(llama_context * ctx, llama_seq_id scratch, kv::memory_layout layout,
+                                                     const kv::planner_options & po, const kv::kv_options & tiers, const kv::kv_identity & id);
     ~kv_executor();
     kv_executor(const kv_executor &) = delete;
     kv_executor & operator=(const kv_executor &) = delete;
@@ -61,13 +61,13 @@ class kv_executor {
     void reserve(int n) { ledger_.reserve(n); }
     void unreserve(int n) { ledger_.unreserve(n); }
 
-    // Below the context. The blocks of `seq`'s tokens [from, to) that no tier holds are saved and
-    // stored (`group`: a write-through request waits for their disk writes), with the prompt-end
-    // aliases they make; a whole-sequence snapshot of its first `n` tokens.
-    void store_blocks(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int from, int to, int prompt_end,
-                      const std::shared_ptr<kv::write_group> & group);
-    void save_snapshot(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int n,
-                       const std::shared_ptr<kv::write_group> & group);
+    // Below the context, as the planner plans it (kv_planner::plan_store): what of `seq`'s tokens
+    // [from, to) no tier holds yet is saved and stored (`group`: a write-through request waits for
+    // its disk writes), with the prompt-end aliases it makes. `tokens`: all the context holds of it.
+    void store(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int from, int to, int prompt_end,
+               const std::shared_ptr<kv::write_group> & group);
+    // What a decode step from `before` to `after` tokens made storable (kv_planner::plan_filled).
+    void store_filled(llama_seq_id seq, std::span<const int32_t> tokens, kv::key_chain & keys, int before, int after, int prompt_end);
     // `group` also waits for the disk writes queued before now (what a sequence stored while it ran).
     void join_pending_writes(const std::shared_ptr<kv::write_group> & group);
     // Host-RAM copies of a plan's blocks (null where a block is not in host RAM), held by the caller
@@ -79,6 +79,7 @@ class kv_executor {
 
   private:
     kv_executor(llama_context * ctx, llama_seq_id scratch, int n_cells);
+    void apply(llama_seq_id seq, const kv::store_plan & plan, const std::shared_ptr<kv::write_group> & group);
 
     llama_memory_t mem_;
     std::unique_ptr<kv_bridge> bridge_;  // null for an embedding model

@@ -35,7 +35,7 @@ struct sequence {
     int n_generated = 0;
     bool decoding = false;            // prefill_end reached, sampling tokens
     bool resumed = false;             // swapped out once (preempted): its first token was already sent
-    int snapshot_at = -1;             // whole-snapshot models: stop the prefill here and save the state
+    int checkpoint_at = -1;           // stop the prefill here and store the state (kv_planner::checkpoint_at)
     int logits_row = -1;              // row of this sequence's logits in the current batch, -1: none
     bool done = false;                // finished; its cells are freed, removed at the end of the step
     bool idle = false;                // finished but kept: its cells serve later prompts with the same prefix
@@ -49,7 +49,7 @@ struct sequence {
 
     int prompt_remaining() const {
         if (decoding) return 0;
-        const int end = snapshot_at > n_past ? snapshot_at : prefill_end;
+        const int end = checkpoint_at > n_past ? checkpoint_at : prefill_end;
         return end - n_past;
     }
     bool live() const { return !done && !idle; }

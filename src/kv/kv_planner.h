@@ -10,9 +10,14 @@
 //    recently used first, a victim's tail blocks before its head, cells shared with others last;
 //    then, when allowed, running sequences youngest first (swapped out, resumed later); never the
 //    oldest running sequence.
-//  * plan_store — the blocks of a sequence's range not yet stored below (demotion, write-back), and
-//    the prompt-end aliases they make.
-// Tests give it a fake block_index and a ledger of their own. Engine thread only.
+//  * plan_store — what of a sequence to store below (demotion, swap-out, write-back) that no tier
+//    holds yet, and the prompt-end aliases it makes; plan_filled — what a decode step made storable.
+// How a model's memory can be cut is a type, not a flag: a block_planner for a per-token KV cache
+// (prefixes shared, trimmed and stored block by block), a snapshot_planner for recurrent, hybrid and
+// sliding-window memories, whose state exists only whole, after the last decoded token. The engine
+// applies either's plans the same way. Tests give it a fake block_index and a ledger of their own.
+// Engine thread only.
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -28,8 +33,13 @@ namespace rc::kv {
 
 struct planner_options {
     int block_size = 64;
-    int n_cells = 4096;            // cells of the context (< 0: no per-token cells, a recurrent memory)
-    bool whole_snapshots = false;  // recurrent / hybrid / sliding-window: whole-sequence states, never trimmed
+    int n_cells = 4096;  // cells of the context (< 0: no per-token cells, a recurrent memory)
+};
+
+// How the context's memory of a sequence can be cut (kv_planner::make picks the planner).
+enum class memory_layout {
+    blocks,           // a KV cell per token: any prefix can be shared, kept or stored
+    whole_snapshots,  // recurrent / hybrid / sliding-window: one state per sequence, never cut back
 };
 
 // A sequence in the context, as the engine shows it to the planner.
@@ -85,10 +95,11 @@ struct store_plan {
 
 class kv_planner {
   public:
-    // `index`: what is stored below the context; `aliases`: the prompt-end aliases. Either may be
-    // null: nothing below (reuse and eviction within the context only).
-    kv_planner(const planner_options & opts, const kv_identity & id, const block_index * index = nullptr, const alias_table * aliases = nullptr)
-        : opts_(opts), id_(id), index_(index), aliases_(aliases) {}
+    // `index`: what is stored below the context; `aliases`: the prompt-end aliases (blocks only).
+    // Either may be null: nothing below (reuse and eviction within the context only).
+    static std::unique_ptr<kv_planner> make(memory_layout layout, const planner_options & opts, const kv_identity & id,
+                                            const block_index * index = nullptr, const alias_table * aliases = nullptr);
+    virtual ~kv_planner() = default;
 
     const planner_options & options() const { return opts_; }
     int block_size() const { return opts_.block_size; }
@@ -101,27 +112,68 @@ class kv_planner {
 
     // Up to `limit` tokens of `tokens` that need not be computed (a fresh prompt: all but its last
     // token, whose logits start the generation). `keys`: the chain of `tokens` under `salt`.
-    reuse_plan plan_reuse(std::span<const int32_t> tokens, key_chain & keys, int limit, std::string_view salt,
-                          std::span<const seq_view> context) const;
+    virtual reuse_plan plan_reuse(std::span<const int32_t> tokens, key_chain & keys, int limit, std::string_view salt,
+                                  std::span<const seq_view> context) const = 0;
     // Against the cells `ledger` counts.
     room_plan plan_room(const room_request & want, std::span<const seq_view> seqs, const cell_ledger & ledger) const;
 
-    // The blocks of tokens [from, to) (from block-aligned) that no tier below holds. `prompt_end`:
-    // where the sequence's prompt ended; it and the token before it (a regenerate) become aliases of
-    // the stored block that holds them, so a resume diverging there reuses that block trimmed.
-    store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const;
+    // What of `tokens` [from, to) to store below that no tier holds; `tokens` is all the context
+    // holds of the sequence. `prompt_end`: where its prompt ended (a block_planner makes it and the
+    // token before it aliases of the block that holds them, so a resume diverging there reuses it).
+    virtual store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const = 0;
+    // What a decode step that took the sequence from `before` to `after` tokens made storable while
+    // it runs (a block_planner: the blocks it filled; a snapshot_planner: nothing, it stores at the end).
+    virtual store_plan plan_filled(std::span<const int32_t> tokens, key_chain & keys, int before, int after, int prompt_end) const = 0;
+    // Where a fresh prompt's prefill stops so that its state is stored (-1: nowhere). A state that
+    // cannot be cut back is kept one token before the prompt's end: it serves both a regenerate and a
+    // resume that diverges where the reply began.
+    virtual int checkpoint_at(int n_past, int n_prompt) const = 0;
 
-    // Whole-sequence snapshots (their key is keys.key_at(tokens, n)): the longest stored one at or
-    // before `limit`.
-    reuse_plan plan_snapshot(std::span<const int32_t> tokens, key_chain & keys, int limit) const;
-
-  private:
+  protected:
+    kv_planner(const planner_options & opts, const kv_identity & id, const block_index * index, const alias_table * aliases)
+        : opts_(opts), id_(id), index_(index), aliases_(aliases) {}
+    // Whether an idle sequence can give back its tail cells (else only all of them).
+    virtual bool cuts_back() const = 0;
     std::optional<tier_name> where(const block_key & key) const { return index_ ? index_->where(key) : std::nullopt; }
 
     planner_options opts_;
     kv_identity id_;
     const block_index * index_ = nullptr;
     const alias_table * aliases_ = nullptr;
+};
+
+// A per-token KV cache: blocks of block_size tokens.
+class block_planner final : public kv_planner {
+  public:
+    block_planner(const planner_options & opts, const kv_identity & id, const block_index * index = nullptr, const alias_table * aliases = nullptr)
+        : kv_planner(opts, id, index, aliases) {}
+    // A prefix in the context (the longest of the same salt), then consecutive whole blocks below
+    // it and one partial tail or prompt-end alias.
+    reuse_plan plan_reuse(std::span<const int32_t> tokens, key_chain & keys, int limit, std::string_view salt,
+                          std::span<const seq_view> context) const override;
+    store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const override;
+    store_plan plan_filled(std::span<const int32_t> tokens, key_chain & keys, int before, int after, int prompt_end) const override;
+    int checkpoint_at(int, int) const override { return -1; }
+
+  private:
+    bool cuts_back() const override { return true; }
+};
+
+// A memory kept whole: a snapshot's key is keys.key_at(tokens, n), for the state after n tokens.
+class snapshot_planner final : public kv_planner {
+  public:
+    snapshot_planner(const planner_options & opts, const kv_identity & id, const block_index * index = nullptr)
+        : kv_planner(opts, id, index, nullptr) {}
+    // The longest stored snapshot at or before `limit`; nothing is shared in the context.
+    reuse_plan plan_reuse(std::span<const int32_t> tokens, key_chain & keys, int limit, std::string_view salt,
+                          std::span<const seq_view> context) const override;
+    // The state after all of `tokens` (only that one exists), when `to` is their end.
+    store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const override;
+    store_plan plan_filled(std::span<const int32_t>, key_chain &, int, int, int) const override { return {}; }
+    int checkpoint_at(int n_past, int n_prompt) const override { return index_ && n_prompt - 1 > n_past ? n_prompt - 1 : -1; }
+
+  private:
+    bool cuts_back() const override { return false; }
 };
 
 }  // namespace rc::kv

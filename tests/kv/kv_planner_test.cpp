@@ -30,7 +30,7 @@ std::vector<int32_t> tokens(int n, int seed) {
     return t;
 }
 
-planner_options opts(int cells, int block = 4) { return {block, cells, false}; }
+planner_options opts(int cells, int block = 4) { return {block, cells}; }
 
 }  // namespace
 
@@ -82,7 +82,7 @@ TEST(cell_ledger, without_a_limit_nothing_is_ever_short) {
 
 namespace {
 struct pool {
-    kv_planner planner;
+    block_planner planner;
     cell_ledger ledger;
     std::map<int, std::vector<int32_t>> toks;
     std::vector<seq_view> views;
@@ -178,7 +178,7 @@ TEST(kv_planner, idle_conversations_give_way_before_any_running_one) {
 }
 
 TEST(kv_planner, whole_snapshot_models_release_whole_sequences) {
-    kv_planner planner({4, 100, true}, ident(), nullptr);
+    snapshot_planner planner({4, 100}, ident(), nullptr);
     cell_ledger ledger(100);
     ledger.append(1, 60);
     ledger.append(2, 30);
@@ -210,7 +210,7 @@ std::vector<stored_block> to_store(const kv_planner & planner, alias_table & ali
 }  // namespace
 
 TEST(kv_planner, reuse_takes_the_longest_context_prefix_of_the_same_salt) {
-    kv_planner planner(opts(1000), ident(), nullptr);
+    block_planner planner(opts(1000), ident(), nullptr);
     auto a = tokens(40, 1), b = a;
     b.resize(20);
     auto prompt = a;
@@ -225,7 +225,7 @@ TEST(kv_planner, reuse_takes_the_longest_context_prefix_of_the_same_salt) {
 
 TEST(kv_planner, reuse_continues_below_the_context_in_whole_blocks_and_a_partial_tail) {
     fake_index idx;
-    kv_planner planner(opts(1000, 4), ident(), &idx);
+    block_planner planner(opts(1000, 4), ident(), &idx);
     auto t = tokens(14, 1);
     auto root = planner.root("");
     auto keys = full_block_keys(root, t, 4);  // 3 full blocks
@@ -251,7 +251,7 @@ TEST(kv_planner, reuse_continues_below_the_context_in_whole_blocks_and_a_partial
 TEST(kv_planner, stored_blocks_become_aliases_at_the_prompt_end_and_one_token_before) {
     fake_index idx;
     alias_table aliases(ident(), 4, nullptr);
-    kv_planner planner(opts(1000, 4), ident(), &idx, &aliases);
+    block_planner planner(opts(1000, 4), ident(), &idx, &aliases);
     // A conversation of 10 prompt tokens and 4 more of ours; the prompt ends inside block [8, 12).
     auto conv = tokens(14, 3);
     auto stored = to_store(planner, aliases, conv, 0, 14, 10);
@@ -276,13 +276,54 @@ TEST(kv_planner, stored_blocks_become_aliases_at_the_prompt_end_and_one_token_be
 
 TEST(kv_planner, snapshots_resume_from_the_longest_exact_length) {
     fake_index idx;
-    kv_planner planner({4, -1, true}, ident(), &idx);
+    snapshot_planner planner({4, -1}, ident(), &idx);
     auto t = tokens(20, 2);
     idx.put(planner.chain("").key_at(t, 9), tier_name::disk);
     idx.put(planner.chain("").key_at(t, 15), tier_name::host);
-    key_chain keys = planner.chain("");
-    auto p = planner.plan_snapshot(t, keys, 14);
+    std::vector<seq_view> ctx = {{1, t, "", false, 1}};
+    auto p = reuse(planner, t, 14, "", ctx);
+    EXPECT_EQ(p.from_context, 0) << "a whole state is never shared in the context";
     ASSERT_EQ(p.blocks.size(), 1u);
     EXPECT_EQ(p.blocks[0].keep, 9);
     EXPECT_EQ(reuse(planner, t, 19, "").reused(), 15);
+}
+
+TEST(kv_planner, snapshots_store_the_whole_state_once_and_only_at_its_end) {
+    fake_index idx;
+    snapshot_planner planner({4, -1}, ident(), &idx);
+    auto t = tokens(10, 4);
+    key_chain keys = planner.chain("");
+    EXPECT_TRUE(planner.plan_store(t, keys, 0, 6, 10).blocks.empty()) << "no state exists after 6 of 10 tokens";
+    EXPECT_TRUE(planner.plan_filled(t, keys, 0, 8, 10).blocks.empty()) << "nothing is stored while it runs";
+    auto whole = planner.plan_store(t, keys, 4, 10, 10);
+    ASSERT_EQ(whole.blocks.size(), 1u);
+    EXPECT_EQ(whole.blocks[0].p0, 0) << "the whole sequence, wherever its caller starts";
+    EXPECT_EQ(whole.blocks[0].p1, 10);
+    EXPECT_EQ(whole.blocks[0].key, planner.chain("").key_at(t, 10));
+    idx.put(whole.blocks[0].key, tier_name::host);
+    EXPECT_TRUE(planner.plan_store(t, keys, 0, 10, 10).blocks.empty()) << "not stored twice";
+    EXPECT_EQ(planner.checkpoint_at(0, 10), 9) << "one token before the prompt's end";
+    EXPECT_EQ(planner.checkpoint_at(9, 10), -1);
+    EXPECT_EQ(snapshot_planner({4, -1}, ident(), nullptr).checkpoint_at(0, 10), -1) << "nothing below: nothing to keep";
+}
+
+TEST(kv_planner, blocks_store_what_a_step_filled_and_never_checkpoint) {
+    fake_index idx;
+    block_planner planner(opts(1000, 4), ident(), &idx);
+    auto t = tokens(11, 5);
+    key_chain keys = planner.chain("");
+    auto filled = planner.plan_filled(t, keys, 3, 11, 20);
+    ASSERT_EQ(filled.blocks.size(), 2u) << "[0,4) and [4,8): full blocks only";
+    EXPECT_EQ(filled.blocks[0].p0, 0);
+    EXPECT_EQ(filled.blocks[1].p1, 8);
+    EXPECT_TRUE(planner.plan_filled(t, keys, 8, 11, 20).blocks.empty()) << "no block filled";
+    EXPECT_EQ(planner.checkpoint_at(0, 10), -1);
+}
+
+TEST(kv_planner, make_picks_the_planner_of_the_memory_layout) {
+    fake_index idx;
+    auto blocks = kv_planner::make(memory_layout::blocks, opts(100, 4), ident(), &idx);
+    auto whole = kv_planner::make(memory_layout::whole_snapshots, opts(100, 4), ident(), &idx);
+    EXPECT_NE(dynamic_cast<const block_planner *>(blocks.get()), nullptr);
+    EXPECT_NE(dynamic_cast<const snapshot_planner *>(whole.get()), nullptr);
 }
