@@ -69,8 +69,12 @@ int run_gateway(gateway_flags & f) {
     std::cout << "rustycage gateway listening openai=http://" << f.listen.host << ":" << server.openai_port();
     if (server.ollama_port() > 0) std::cout << " ollama=http://" << f.listen.host << ":" << server.ollama_port();
     std::cout << " etcd=" << f.etcd.endpoints << std::endl;
-    int sig = 0;
-    sigwait(&signals, &sig);
+    // The cluster's other members are learned now and every 30 s (as the agent does), so a gateway
+    // given one endpoint still fails over when that member dies or hangs.
+    (void) etcd.value()->sync_members();
+    const timespec every{30, 0};
+    int sig;
+    while ((sig = sigtimedwait(&signals, nullptr, &every)) < 0) (void) etcd.value()->sync_members();
     rc::log::info("gateway", "stopping", {{"signal", sig}});
     server.stop();
     return 0;

@@ -4,8 +4,10 @@
 // the gateway work with credentials; a client without them is refused and writes nothing.
 #include <signal.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "fake_github.h"
 #include "fleet_test_fixture.h"
@@ -71,6 +73,27 @@ TEST_F(fleet_trust, roles_allow_each_identity_its_own_keys_and_every_component_w
     EXPECT_NE(refused.err().message.find("etcd refused user 'a'"), std::string::npos) << refused.err().message;
     EXPECT_TRUE(admin.get(keys.host("x"))->kvs.empty()) << "nothing was written";
     ASSERT_TRUE(admin.del(keys.host("a")).ok());
+
+    // A quiet watch under auth is not taken for a hung member. The member check reads a key outside
+    // the fleet's prefix, which the viewer's role refuses; etcd's refusal still proves its member
+    // answers (it was read as "hung": every silent stream churned from member to member).
+    {
+        auto quiet_opts = as("viewer");
+        quiet_opts.stream_idle = 300ms;
+        fleet::etcd_gateway quiet(quiet_opts);
+        const int64_t from = quiet.get_prefix(keys.prefix)->revision + 1;
+        std::atomic<bool> stop{false}, returned{false};
+        std::string why;
+        std::thread t([&] {
+            auto end = quiet.watch(keys.prefix + "quiet/", from, [](const std::vector<fleet::etcd_event> &, int64_t) {}, [&] { return stop.load(); });
+            if (!end.ok()) why = end.err().message;
+            returned = true;
+        });
+        const bool abandoned = poll_until([&] { return returned.load(); }, 3s);
+        stop = true;
+        t.join();
+        EXPECT_FALSE(abandoned) << "a silent watch under auth ended after 300 ms idle checks: " << why;
+    }
 
     // A real agent on TLS with its credentials registers; the CLI, its server's console and the
     // gateway read the fleet with theirs.

@@ -2,6 +2,7 @@
 // text, rate-limit delays, the etcd gateway's codecs.
 #include <gtest/gtest.h>
 
+#include "fake_etcd.h"
 #include "fleet/etcd/etcd_gateway.h"
 #include "fleet/incidents/fleet_incident.h"
 #include "fleet/etcd/fleet_keys.h"
@@ -16,6 +17,23 @@
 
 namespace rc::fleet {
 namespace {
+
+TEST(etcd_client, a_record_put_until_taken_survives_an_outage_and_gives_up_only_when_stopped) {
+    test::fake_etcd etcd;
+    etcd.set_down(true);
+    int asked = 0;
+    auto back_after_three = [&] {
+        if (++asked == 3) etcd.set_down(false);
+        return false;
+    };
+    EXPECT_TRUE(fleet::put_until_taken(etcd, "k", "final", back_after_three, std::chrono::milliseconds(1)));
+    EXPECT_GE(asked, 3) << "it retried through the outage";
+    EXPECT_EQ(etcd.get("k")->kvs.at(0).value, "final");
+    etcd.set_down(true);
+    EXPECT_FALSE(fleet::put_until_taken(etcd, "k", "later", [] { return true; }, std::chrono::milliseconds(1)));
+    etcd.set_down(false);
+    EXPECT_EQ(etcd.get("k")->kvs.at(0).value, "final") << "nothing written once stopped";
+}
 
 TEST(fleet_keys, layout_is_the_documented_one) {
     fleet_keys k;

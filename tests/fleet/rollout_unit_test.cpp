@@ -20,6 +20,7 @@
 #include "support/poll.h"
 #include "support/port.h"
 #include "support/process.h"
+#include "support/run_command.h"
 #include "support/temp_dir.h"
 #include "support/text_file.h"
 #include "store/timestamps.h"
@@ -435,6 +436,42 @@ TEST(artifact_signature, a_signature_verifies_only_with_a_trusted_key_for_that_a
     const auto other_id = public_key_id(other->public_pem).value();
     forged.replace(forged.find(other_id), other_id.size(), keys->at(1).id);
     EXPECT_EQ(verify_artifact(keys.value(), sha, forged).err().code, errc::permission_denied);
+}
+
+// What a host decides before unpacking: nothing without keys of its own (unless told to run
+// unsigned builds), and a signature made by scripts/release-sign.sh (openssl, what `make release`
+// uses) verifies here as one made by `rustycage release sign` does, and the other way round.
+TEST(artifact_signature, a_host_unpacks_only_what_its_own_keys_verify_whoever_signed_it) {
+    test::temp_dir tmp("refusal");
+    const auto dir = tmp.path();
+    const std::string bytes = "the artifact's bytes";
+    std::ofstream(dir / "a.tar.gz") << bytes;
+    rollout_spec spec;
+    spec.artifact = (dir / "a.tar.gz").string();
+    spec.sha256 = to_hex(sha256_of(bytes));
+
+    EXPECT_NE(signature_refusal(spec, {}, false, "ro-1").find("no trusted keys"), std::string::npos);
+    EXPECT_EQ(signature_refusal(spec, {}, true, "ro-1"), "") << "--allow-unsigned-artifacts";
+
+    const std::string script = std::string(RC_SOURCE_DIR) + "/scripts/release-sign.sh";
+    const auto keygen = test::run_command({"bash", script, "--keygen", (dir / "lab.pem").string()});
+    ASSERT_EQ(keygen.code, 0) << keygen.err;
+    EXPECT_NE(signature_refusal(spec, dir / "lab.pem.pub", false, "ro-1").find("cannot be read"), std::string::npos) << "no .sig yet";
+    const auto signed_by_openssl = test::run_command({"bash", script, "--key", (dir / "lab.pem").string(), spec.artifact});
+    ASSERT_EQ(signed_by_openssl.code, 0) << signed_by_openssl.err;
+    EXPECT_EQ(signature_refusal(spec, dir / "lab.pem.pub", false, "ro-1"), "");
+    EXPECT_EQ(signature_refusal(spec, dir / "lab.pem.pub", true, "ro-1"), "") << "with keys, the signature is checked";
+
+    // Another key's signature: refused, even with --allow-unsigned-artifacts (keys are given).
+    auto other = generate_signing_key();
+    ASSERT_TRUE(other.ok());
+    std::ofstream(dir / "other.pem") << other->private_pem;
+    std::ofstream(spec.artifact + ".sig") << sign_artifact(dir / "other.pem", spec.sha256).value();
+    EXPECT_NE(signature_refusal(spec, dir / "lab.pem.pub", true, "ro-1").find("nothing was unpacked"), std::string::npos);
+    // `rustycage release sign`'s signature verifies with openssl's.
+    std::ofstream(spec.artifact + ".sig") << sign_artifact(dir / "lab.pem", spec.sha256).value();
+    const auto verified = test::run_command({"bash", script, "--verify", (dir / "lab.pem.pub").string(), spec.artifact});
+    EXPECT_EQ(verified.code, 0) << verified.err;
 }
 
 }  // namespace

@@ -9,6 +9,15 @@ void pause_unless_stopped(const stop_fn & should_stop, std::chrono::milliseconds
     while (!should_stop() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
+bool put_until_taken(etcd_client & etcd, const std::string & key, const std::string & value, const stop_fn & should_stop,
+                     std::chrono::milliseconds poll) {
+    for (;;) {
+        if (etcd.put(key, value).ok()) return true;
+        if (should_stop()) return false;
+        pause_unless_stopped(should_stop, poll);
+    }
+}
+
 std::string etcd_prefix_end(const std::string & prefix) {
     std::string end = prefix;
     while (!end.empty()) {

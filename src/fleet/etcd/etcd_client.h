@@ -133,4 +133,9 @@ class etcd_client {
 // The first key after every key with this prefix (etcd's range_end for a prefix).
 std::string etcd_prefix_end(const std::string & prefix);
 
+// Writes `value` under `key`, again every `poll` until etcd takes it (a record that must not be lost
+// to an outage, such as a rollout step's final state); false only when stopped first.
+bool put_until_taken(etcd_client & etcd, const std::string & key, const std::string & value, const stop_fn & should_stop,
+                     std::chrono::milliseconds poll);
+
 }  // namespace rc::fleet

@@ -115,8 +115,11 @@ result<size_t> etcd_gateway::sync_members() {
 
 bool etcd_gateway::member_answers(const std::string & endpoint) {
     const auto limit = std::min(opts_.request_timeout, std::max(opts_.stream_idle, std::chrono::milliseconds(500)));
+    // A linearizable read: etcd confirms its quorum before it checks the caller's rights, so a refusal
+    // (401/403: a role that may not read this key) proves the member is alive and in quorum as well as
+    // an answer does. Only no reply in time, or a 5xx (no leader, timed out), counts as hung.
     auto r = http::call(post(endpoint, "kv/range", {{"key", b64("liveness")}, {"count_only", true}}, limit));
-    return r.ok() && r->ok();
+    return r.ok() && r->status < 500;
 }
 
 result<json> etcd_gateway::call(const std::string & path, const json & body, std::chrono::milliseconds timeout) {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "http/http_client.h"
+#include "fleet/rollout/artifact_signature.h"
 #include "fleet/rollout/rollout_record.h"
-#include "http/http_client.h"
 #include "hub/partial_file.h"
 #include "util/ascii.h"
 #include "util/log.h"
@@ -127,6 +127,24 @@ fs::path versions_dir(const fs::path & data_dir) { return data_dir / "versions";
 const uint64_t k_resume_keep_max_bytes = uint64_t(4) << 30;
 
 std::string signature_source(const rollout_spec & spec) { return spec.signature.empty() ? spec.artifact + ".sig" : spec.signature; }
+
+std::string signature_refusal(const rollout_spec & spec, const fs::path & trusted_keys, bool allow_unsigned, const std::string & rollout_id) {
+    if (trusted_keys.empty()) {
+        if (allow_unsigned) {
+            rc::log::warn("fleet", "artifact_unverified", {{"rollout", rollout_id}, {"note", "--allow-unsigned-artifacts: the signature is not checked"}});
+            return "";
+        }
+        return "refused: this host has no trusted keys (--trusted-keys), so it runs no artifact; nothing was unpacked";
+    }
+    auto keys = load_trusted_keys(trusted_keys);
+    if (!keys.ok()) return "refused: " + keys.err().message;
+    auto sig = fetch_signature(signature_source(spec));
+    if (!sig.ok()) return "refused: the artifact's signature " + signature_source(spec) + " cannot be read (" + sig.err().message + "); nothing was unpacked";
+    auto who = verify_artifact(keys.value(), spec.sha256, sig.value());
+    if (!who.ok()) return "refused: " + who.err().message + "; nothing was unpacked";
+    rc::log::info("fleet", "artifact_verified", {{"rollout", rollout_id}, {"key", who.value()}});
+    return "";
+}
 
 result<std::string> fetch_signature(const std::string & source) {
     constexpr size_t limit = 64 << 10;

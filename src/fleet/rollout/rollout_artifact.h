@@ -40,6 +40,10 @@ extern const uint64_t k_resume_keep_max_bytes;
 std::string signature_source(const rollout_spec & spec);
 // A signature file (at most 64 KiB) from an http(s) URL, a file:// URL or an absolute path.
 result<std::string> fetch_signature(const std::string & source);
+// Why a host with the keys of `trusted_keys` (a PEM file; empty: none) must not unpack the artifact
+// `spec` names ("refused: …; nothing was unpacked"), or "" when its signature verifies. Without keys
+// every artifact is refused, unless `allow_unsigned` (then none is checked).
+std::string signature_refusal(const rollout_spec & spec, const fs::path & trusted_keys, bool allow_unsigned, const std::string & rollout_id);
 
 // `source`: http(s) URL, file:// URL or a path. Returns the verified tarball's path.
 // Errors: invalid_argument (bad source), data_loss (wrong SHA-256), unavailable (transfer), io.

@@ -74,6 +74,7 @@ void rollout_driver::run(const stop_fn & should_stop) {
             continue;
         }
         leading_ = true;
+        unregistered_since_.clear();  // a time from an earlier term would halt a host sooner than its bound
         rc::log::info("fleet", "rollout_driver_elected", {{"host", host_}});
         while (!lost()) {
             auto now = etcd_.leader(keys_.rollout_election());

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "fleet/rollout/artifact_signature.h"
 #include "fleet/host/host_record.h"
 #include "http/http_client.h"
 #include "fleet/rollout/rollout_artifact.h"
@@ -79,11 +78,7 @@ bool rollout_host::write(const rollout_record & r, host_progress & p, const std:
     p.step = step;
     p.message = message;
     p.updated_at = now_text();
-    for (;;) {
-        if (etcd_.put(keys_.rollout_host(r.id, opts_.host), to_json(p).dump()).ok()) break;
-        if (should_stop()) return false;
-        pause_unless_stopped(should_stop, opts_.poll);
-    }
+    if (!put_until_taken(etcd_, keys_.rollout_host(r.id, opts_.host), to_json(p).dump(), should_stop, opts_.poll)) return false;
     rc::log::info("fleet", "rollout_step", {{"rollout", r.id}, {"host", opts_.host}, {"step", step}, {"message", message}});
     return true;
 }
@@ -293,24 +288,6 @@ rollout_host::outcome rollout_host::finish_switched(const rollout_record & r, ho
     return {"done", "runs " + r.spec.version};
 }
 
-std::string rollout_host::check_signature(const rollout_record & r) {
-    if (opts_.trusted_keys.empty()) {
-        if (opts_.allow_unsigned) {
-            rc::log::warn("fleet", "artifact_unverified", {{"rollout", r.id}, {"note", "--allow-unsigned-artifacts: the signature is not checked"}});
-            return "";
-        }
-        return "refused: this host has no trusted keys (--trusted-keys), so it runs no artifact; nothing was unpacked";
-    }
-    auto keys = load_trusted_keys(opts_.trusted_keys);
-    if (!keys.ok()) return "refused: " + keys.err().message;
-    auto sig = fetch_signature(signature_source(r.spec));
-    if (!sig.ok()) return "refused: the artifact's signature " + signature_source(r.spec) + " cannot be read (" + sig.err().message + "); nothing was unpacked";
-    auto who = verify_artifact(keys.value(), r.spec.sha256, sig.value());
-    if (!who.ok()) return "refused: " + who.err().message + "; nothing was unpacked";
-    rc::log::info("fleet", "artifact_verified", {{"rollout", r.id}, {"key", who.value()}});
-    return "";
-}
-
 rollout_host::outcome rollout_host::upgrade(const rollout_record & r, host_progress & p, const stop_fn & should_stop) {
     const auto current = linked_version(opts_.data_dir, "current");
     const std::string running = current ? *current : opts_.self_version;
@@ -339,7 +316,7 @@ rollout_host::outcome rollout_host::upgrade(const rollout_record & r, host_progr
     std::atomic<bool> cancel{false};
     auto tarball = fetch_artifact(r.spec.artifact, r.spec.sha256, opts_.data_dir, &cancel);
     if (!tarball.ok()) return fail(r, p, "artifact: " + tarball.err().message, "rollout_failed");
-    if (auto why = check_signature(r); !why.empty()) {
+    if (auto why = signature_refusal(r.spec, opts_.trusted_keys, opts_.allow_unsigned, r.id); !why.empty()) {
         std::error_code ec;
         fs::remove(tarball.value(), ec);  // never unpacked, never kept
         return fail(r, p, why, "rollout_refused", {{"artifact", r.spec.artifact}, {"signature", signature_source(r.spec)}});

@@ -71,8 +71,6 @@ class rollout_host {
     };
 
     outcome upgrade(const rollout_record & r, host_progress & p, const stop_fn & should_stop);
-    // "" when the artifact may run: signed by a trusted key (or unsigned artifacts are allowed).
-    std::string check_signature(const rollout_record & r);
     outcome finish_switched(const rollout_record & r, host_progress & p, const std::vector<std::string> & rollback_argv,
                             const std::string & rollback_link, const stop_fn & should_stop);
     outcome roll_back(const rollout_record & r, host_progress & p, const std::vector<std::string> & argv, const std::string & link,
