@@ -17,7 +17,8 @@
 #                         plan), rollout-sems/, rollout-slots/. Never rollouts/: no agent names an artifact.
 #   fleet-triager         write outbox/, issues/, election/triager: files every host's incidents on
 #                         GitHub. Given to the agents named by --triager (those that hold a GitHub token).
-# An agent's user is named after its host id (a client certificate with that CN is the same user).
+# An agent's user is named after its host id and signs in with its password. Client certificates carry
+# no CommonName: etcd's JSON gateway, which rustycage speaks, refuses one with a CN (docs/SECURITY.md).
 set -euo pipefail
 
 die() { echo "[fleet-etcd-setup] $*" >&2; exit 1; }

@@ -1,5 +1,6 @@
 // `rustycage fleet status|forget` (and `upgrade|rollout`, cli_rollout.cpp): the fleet as etcd knows it — one line per host (state, version,
 // models, KV tiers, heartbeat age, open incidents), or JSON for scripts.
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,47 +15,55 @@
 namespace rc::cli {
 
 void add_etcd_flags(CLI::App & cmd, etcd_flags & f, const std::string & flag) {
-    const bool env = flag == "etcd";
-    auto opt = [&](const std::string & name, std::string & into, const std::string & help, const char * var) {
-        auto * o = cmd.add_option("--" + name, into, help);
-        if (env) o->envname(var);
-        return o;
+    f.flag = flag;
+    // --etcd-cacert: RUSTYCAGE_ETCD_CACERT; --fleet-etcd-cacert: RUSTYCAGE_FLEET_ETCD_CACERT.
+    auto var = [](std::string name) {
+        for (auto & c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        return "RUSTYCAGE_" + name;
     };
-    if (env) {
-        opt("etcd", f.endpoints, "etcd members, comma-separated (https:// with TLS)", "RUSTYCAGE_ETCD")->capture_default_str();
-        opt("etcd-prefix", f.prefix, "The fleet's key prefix in etcd", "RUSTYCAGE_ETCD_PREFIX")->capture_default_str();
+    auto opt = [&](const std::string & suffix, std::string & into, const std::string & help) {
+        return cmd.add_option("--" + flag + suffix, into, help)->envname(var(flag + suffix));
+    };
+    if (flag == "etcd") {
+        opt("", f.endpoints, "etcd members, comma-separated (https:// with TLS)")->capture_default_str();
+        opt("-prefix", f.prefix, "The fleet's key prefix in etcd")->capture_default_str();
     }
-    opt(flag + "-cacert", f.cacert, "CA certificate (PEM) that signed the etcd members' certificates", "RUSTYCAGE_ETCD_CACERT");
-    opt(flag + "-cert", f.cert, "Client certificate (PEM) for etcd", "RUSTYCAGE_ETCD_CERT");
-    opt(flag + "-key", f.key, "The client certificate's key (PEM)", "RUSTYCAGE_ETCD_KEY");
-    opt(flag + "-user", f.user, "etcd user (with --etcd-password-file)", "RUSTYCAGE_ETCD_USER");
-    opt(flag + "-password-file", f.password_file, "File holding the etcd user's password", "RUSTYCAGE_ETCD_PASSWORD_FILE");
-    auto * insecure = cmd.add_flag("--" + flag + "-insecure", f.insecure,
-                                   "Allow plain http:// to etcd members off loopback (anyone on the path reads and changes the fleet)");
-    if (env) insecure->envname("RUSTYCAGE_ETCD_INSECURE");
+    opt("-cacert", f.cacert, "CA certificate (PEM) that signed the etcd members' certificates");
+    opt("-cert", f.cert, "Client certificate (PEM) for etcd");
+    opt("-key", f.key, "The client certificate's key (PEM)");
+    opt("-user", f.user, "etcd user (with --" + flag + "-password-file)");
+    opt("-password-file", f.password_file, "File holding the etcd user's password");
+    cmd.add_flag("--" + flag + "-insecure", f.insecure, "Allow plain http:// to etcd members off loopback (anyone on the path reads and changes the fleet)")
+        ->envname(var(flag + "-insecure"));
 }
 
 result<fleet::etcd_options> etcd_options_for(const etcd_flags & f) {
+    const std::string flag = "--" + f.flag;
     auto eps = fleet::parse_etcd_endpoints(f.endpoints);
-    if (!eps.ok()) return make_error(errc::invalid_argument, "--etcd: " + eps.err().message);
-    if (!fleet::valid_fleet_prefix(f.prefix)) return make_error(errc::invalid_argument, "--etcd-prefix '" + f.prefix + "' must end in '/'");
+    if (!eps.ok()) return make_error(errc::invalid_argument, flag + ": " + eps.err().message);
+    if (!fleet::valid_fleet_prefix(f.prefix)) return make_error(errc::invalid_argument, (f.flag == "etcd" ? "--etcd-prefix '" : "--fleet-prefix '") + f.prefix + "' must end in '/'");
     fleet::etcd_options o;
     o.endpoints = eps.value();
     o.ca_file = f.cacert;
     o.cert_file = f.cert;
     o.key_file = f.key;
     o.allow_insecure = f.insecure;
-    for (const auto & [file, name] : {std::pair{f.cacert, "--etcd-cacert"}, std::pair{f.cert, "--etcd-cert"}, std::pair{f.key, "--etcd-key"}})
-        if (!file.empty() && !std::filesystem::exists(file)) return make_error(errc::invalid_argument, std::string(name) + " " + file + " does not exist");
+    for (const auto & [file, name] : {std::pair{f.cacert, "-cacert"}, std::pair{f.cert, "-cert"}, std::pair{f.key, "-key"}})
+        if (!file.empty() && !std::filesystem::exists(file)) return make_error(errc::invalid_argument, flag + name + " " + file + " does not exist");
     if (!f.user.empty()) {
-        if (f.password_file.empty()) return make_error(errc::invalid_argument, "--etcd-user needs --etcd-password-file");
+        if (f.password_file.empty()) return make_error(errc::invalid_argument, flag + "-user needs " + flag + "-password-file");
         std::ifstream in(f.password_file);
-        if (!in) return make_error(errc::invalid_argument, "--etcd-password-file " + f.password_file + " cannot be read");
+        if (!in) return make_error(errc::invalid_argument, flag + "-password-file " + f.password_file + " cannot be read");
         std::getline(in, o.password);
         while (!o.password.empty() && (o.password.back() == '\r' || o.password.back() == ' ')) o.password.pop_back();
         o.user = f.user;
     }
-    if (auto st = fleet::check_etcd_security(o); !st) return st.err();
+    if (auto st = fleet::check_etcd_security(o); !st) {
+        // It names the agent's flags; serve's are --fleet-etcd-….
+        std::string why = st.err().message;
+        for (size_t at = 0; (at = why.find("--etcd-", at)) != std::string::npos; at += flag.size() + 1) why.replace(at, 7, flag + "-");
+        return make_error(st.err().code, why);
+    }
     return o;
 }
 

@@ -20,11 +20,13 @@ struct etcd_flags {
     std::string cacert, cert, key;  // TLS (PEM files)
     std::string user, password_file;
     bool insecure = false;
+    std::string flag = "etcd";  // what the flags are called (errors name them)
 };
 
 // --etcd (RUSTYCAGE_ETCD), --etcd-prefix, --etcd-cacert, --etcd-cert, --etcd-key, --etcd-user,
 // --etcd-password-file, --etcd-insecure (each also RUSTYCAGE_ETCD_…, the installer's env file).
-// `flag` renames them ("fleet-etcd": serve's --fleet-etcd-cacert …, without environment variables).
+// `flag` renames them and their variables ("fleet-etcd": serve's --fleet-etcd-cacert …, read from
+// RUSTYCAGE_FLEET_ETCD_CACERT …, so an agent's own RUSTYCAGE_ETCD_… never leak into its server).
 void add_etcd_flags(CLI::App & cmd, etcd_flags & f, const std::string & flag = "etcd");
 // The connection the flags describe: endpoints, TLS, credentials (the password read from its file),
 // and the plain-HTTP check. Errors name the bad flag.

@@ -242,8 +242,9 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s, "Seconds in-flight requests get to finish after SIGTERM/SIGINT before the process exits anyway")
         ->envname("RUSTYCAGE_SHUTDOWN_TIMEOUT")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
     f->fleet.endpoints.clear();
-    cmd->add_option("--fleet-etcd", f->fleet.endpoints, "etcd members of this host's fleet, for the console's Fleet page (the agent passes its own)");
-    cmd->add_option("--fleet-prefix", f->fleet.prefix, "The fleet's key prefix in etcd")->capture_default_str();
+    cmd->add_option("--fleet-etcd", f->fleet.endpoints, "etcd members of this host's fleet, for the console's Fleet page (the agent passes its own)")
+        ->envname("RUSTYCAGE_FLEET_ETCD");
+    cmd->add_option("--fleet-prefix", f->fleet.prefix, "The fleet's key prefix in etcd")->envname("RUSTYCAGE_FLEET_PREFIX")->capture_default_str();
     add_etcd_flags(*cmd, f->fleet, "fleet-etcd");
     cmd->callback([f, keys, &action] {
         f->api_keys_given = keys->count() > 0 || std::getenv("RUSTYCAGE_API_KEYS") != nullptr;

@@ -270,6 +270,26 @@ TEST(serve_cli, run_prints_an_answer_and_version_works) {
     EXPECT_NE(version.find("80fb11ac73e6"), std::string::npos) << version;
 }
 
+TEST(serve_cli, the_console_fleet_flags_read_their_own_variables_and_errors_name_them) {
+    // serve's --fleet-etcd-… read RUSTYCAGE_FLEET_ETCD_… (never the agent's RUSTYCAGE_ETCD_…), and a
+    // refusal names serve's flag, not the agent's. Plain http off loopback is refused before any port opens.
+    const rc::test::temp_dir tmp("fleet-flags");
+    const std::vector<std::string> serve = {RC_RUSTYCAGE_BIN, "serve", "--models-dir", tmp.path().string(), "--openai-port", "0", "--ollama-port", "-1"};
+    auto plain = rc::test::run_command(serve, {{"RUSTYCAGE_FLEET_ETCD", "http://192.0.2.7:2379"}});
+    EXPECT_EQ(plain.code, 1) << plain.out << plain.err;
+    EXPECT_NE(plain.err.find("--fleet-etcd-insecure"), std::string::npos) << plain.err;
+    EXPECT_EQ(plain.err.find("--etcd-insecure"), std::string::npos) << plain.err;
+    // A user without a password file is refused before the endpoint is checked: from serve's own
+    // variable, and never from the agent's.
+    auto own_vars = rc::test::run_command(serve, {{"RUSTYCAGE_FLEET_ETCD", "http://192.0.2.7:2379"}, {"RUSTYCAGE_FLEET_ETCD_USER", "a"}});
+    EXPECT_EQ(own_vars.code, 1);
+    EXPECT_NE(own_vars.err.find("--fleet-etcd-user needs --fleet-etcd-password-file"), std::string::npos) << own_vars.err;
+    auto agent_vars = rc::test::run_command(serve, {{"RUSTYCAGE_FLEET_ETCD", "http://192.0.2.7:2379"}, {"RUSTYCAGE_ETCD_USER", "a"}});
+    EXPECT_EQ(agent_vars.code, 1);
+    EXPECT_EQ(agent_vars.err.find("-user needs"), std::string::npos) << "the agent's variable is not serve's: " << agent_vars.err;
+    EXPECT_NE(agent_vars.err.find("--fleet-etcd-insecure"), std::string::npos) << agent_vars.err;
+}
+
 TEST(serve_cli, sigterm_stops_the_server_cleanly) {
     rc::test::server_process s({{"demo", model_path("tiny-chat")}});
     ASSERT_TRUE(s.started());
