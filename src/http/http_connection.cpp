@@ -84,11 +84,11 @@ connection_stream::header_state connection_stream::read_header(clock::time_point
     }
 }
 
-bool connection_stream::wait_for_request(std::chrono::milliseconds idle, const std::function<bool()> & stopping) {
+bool connection_stream::wait_for_request(std::chrono::milliseconds idle, const std::function<bool()> & stopping, bool take_waiting) {
     if (buffered() > 0) return true;
     const auto deadline = clock::now() + idle;
     for (;;) {
-        if (stopping && stopping()) return false;
+        if (stopping && stopping()) return take_waiting && fill(std::chrono::milliseconds(0)) > 0;
         const auto now = clock::now();
         if (now >= deadline) return false;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) + std::chrono::milliseconds(1);

@@ -25,8 +25,10 @@ class connection_stream final : public httplib::Stream {
     // `max_bytes`, by `deadline`. `stopping` is polled so a server shutdown is not held up.
     header_state read_header(clock::time_point deadline, size_t max_bytes, const std::function<bool()> & stopping);
     // Waits for the first byte of a next request: true at once when bytes are buffered, false
-    // when none arrive within `idle`, the peer closed, or `stopping` turned true.
-    bool wait_for_request(std::chrono::milliseconds idle, const std::function<bool()> & stopping);
+    // when none arrive within `idle` or the peer closed. Once `stopping` is true: false, unless
+    // `take_waiting` and a request's bytes already wait in the socket — a client whose connection
+    // was accepted before a shutdown but not read yet is answered, not cut.
+    bool wait_for_request(std::chrono::milliseconds idle, const std::function<bool()> & stopping, bool take_waiting = false);
     // The buffered request line's method and target, when one has arrived (for error responses).
     void peek_request_line(std::string & method, std::string & target) const;
     // Writes all of `data` (within the write timeout); false when the peer is gone.

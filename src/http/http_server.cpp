@@ -165,7 +165,8 @@ bool guarded_server::process_and_close_socket(socket_t sock) {
     } on_exit;
     bool ret = true;
     for (size_t left = keep_alive_max_count_; left > 0; --left) {
-        if (!strm.wait_for_request(o_.keep_alive_idle, stopping)) break;
+        // A connection's first request, sent before a shutdown, is answered; later ones are not waited for.
+        if (!strm.wait_for_request(o_.keep_alive_idle, stopping, left == keep_alive_max_count_)) break;
         auto state = strm.read_header(std::chrono::steady_clock::now() + o_.header_timeout, o_.max_header_bytes, stopping);
         if (state == detail::connection_stream::header_state::closed) break;
         if (state != detail::connection_stream::header_state::complete) {

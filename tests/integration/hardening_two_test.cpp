@@ -371,6 +371,33 @@ TEST(hardening_two_shutdown, streams_open_at_the_shutdown_deadline_end_with_an_e
     EXPECT_NE(in.find("\r\n0\r\n\r\n"), std::string::npos) << "the chunked stream was cut, not ended";
 }
 
+// Requests waiting when the server is told to stop — queued behind a busy slot, or sent on a
+// connection not read yet — finish within --shutdown-timeout; none is cut (issue 28's drain).
+TEST(hardening_two_shutdown, requests_waiting_at_a_shutdown_finish_when_the_drain_has_time_for_them) {
+    rc::test::server_process s({{"demo", model_path("tiny-chat")}}, {"--parallel", "1", "--shutdown-timeout", "120"});
+    ASSERT_TRUE(s.started());
+    const std::string body = R"({"model":"demo","stream":true,"max_tokens":200,"temperature":0,"messages":[{"role":"user","content":"go on"}]})";
+    const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::vector<std::unique_ptr<raw_conn>> conns;
+    for (int i = 0; i < 4; ++i) {
+        conns.push_back(std::make_unique<raw_conn>(s.openai_port()));
+        ASSERT_TRUE(conns.back()->ok());
+        ASSERT_TRUE(conns.back()->send(request));
+    }
+    conns[0]->read_until([](const std::string & in) { return in.find("data: ") != std::string::npos; }, 60s);
+    std::thread stopper([&] { EXPECT_EQ(s.stop(SIGTERM), 0); });
+    int finished = 0;
+    for (auto & c : conns) {
+        std::string in = c->read_until([](const std::string & got) { return got.find("\r\n0\r\n\r\n") != std::string::npos; }, 120s);
+        EXPECT_NE(in.find("HTTP/1.1 200"), std::string::npos) << in.substr(0, 300);
+        EXPECT_EQ(in.find("shutting down"), std::string::npos) << in.substr(in.size() > 600 ? in.size() - 600 : 0);
+        finished += in.find("data: [DONE]") != std::string::npos ? 1 : 0;
+    }
+    stopper.join();
+    EXPECT_EQ(finished, 4) << "every waiting request ran to its end";
+}
+
 // Item 2, from a file: a GGUF in the models directory carrying a hostile template. Listing it
 // (/api/tags, /api/show read the template to report capabilities) and asking it to chat end in
 // answers, and the model beside it keeps serving.
