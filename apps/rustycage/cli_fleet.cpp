@@ -58,12 +58,7 @@ result<fleet::etcd_options> etcd_options_for(const etcd_flags & f) {
         while (!o.password.empty() && (o.password.back() == '\r' || o.password.back() == ' ')) o.password.pop_back();
         o.user = f.user;
     }
-    if (auto st = fleet::check_etcd_security(o); !st) {
-        // It names the agent's flags; serve's are --fleet-etcd-….
-        std::string why = st.err().message;
-        for (size_t at = 0; (at = why.find("--etcd-", at)) != std::string::npos; at += flag.size() + 1) why.replace(at, 7, flag + "-");
-        return make_error(st.err().code, why);
-    }
+    if (auto st = fleet::check_etcd_security(o, flag); !st) return st.err();
     return o;
 }
 

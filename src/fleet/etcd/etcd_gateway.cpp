@@ -32,13 +32,14 @@ bool is_loopback_url(const std::string & url) {
     return std::regex_match(url, loop);
 }
 
-status check_etcd_security(const etcd_options & o) {
+status check_etcd_security(const etcd_options & o, const std::string & flag) {
     for (const auto & e : o.endpoints)
         if (e.starts_with("http://") && !is_loopback_url(e) && !o.allow_insecure)
-            return make_error(errc::invalid_argument, "etcd endpoint " + e +
-                                                          " is plain HTTP on the network: use https:// (--etcd-cacert, --etcd-cert, --etcd-key), or accept that anyone on the path can read and change the fleet with --etcd-insecure");
+            return make_error(errc::invalid_argument, "etcd endpoint " + e + " is plain HTTP on the network: use https:// (" + flag + "-cacert, " + flag +
+                                                          "-cert, " + flag + "-key), or accept that anyone on the path can read and change the fleet with " +
+                                                          flag + "-insecure");
     if (o.cert_file.empty() != o.key_file.empty())
-        return make_error(errc::invalid_argument, "a client certificate needs its key: give --etcd-cert and --etcd-key together");
+        return make_error(errc::invalid_argument, "a client certificate needs its key: give " + flag + "-cert and " + flag + "-key together");
     return {};
 }
 

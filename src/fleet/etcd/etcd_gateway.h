@@ -46,8 +46,9 @@ struct etcd_options {
 };
 
 // Refuses a plain http:// endpoint that is not on loopback unless allow_insecure (invalid_argument
-// naming the endpoint and --etcd-insecure), and a client certificate without its key.
-status check_etcd_security(const etcd_options & o);
+// naming the endpoint and `flag`-insecure), and a client certificate without its key. `flag`: what
+// the caller's flags are called (serve's are --fleet-etcd-…).
+status check_etcd_security(const etcd_options & o, const std::string & flag = "--etcd");
 bool is_loopback_url(const std::string & url);
 
 // "http://a:2379,http://b:2379" → endpoints (trailing slashes dropped). Errors: invalid_argument

@@ -138,8 +138,9 @@ std::string signature_refusal(const rollout_spec & spec, const fs::path & truste
     }
     auto keys = load_trusted_keys(trusted_keys);
     if (!keys.ok()) return "refused: " + keys.err().message;
-    auto sig = fetch_signature(signature_source(spec));
-    if (!sig.ok()) return "refused: the artifact's signature " + signature_source(spec) + " cannot be read (" + sig.err().message + "); nothing was unpacked";
+    const std::string source = signature_source(spec);
+    auto sig = fetch_signature(source);
+    if (!sig.ok()) return "refused: the artifact's signature " + source + " cannot be read (" + sig.err().message + "); nothing was unpacked";
     auto who = verify_artifact(keys.value(), spec.sha256, sig.value());
     if (!who.ok()) return "refused: " + who.err().message + "; nothing was unpacked";
     rc::log::info("fleet", "artifact_verified", {{"rollout", rollout_id}, {"key", who.value()}});
