@@ -277,6 +277,14 @@ rep_result shared(const rep_context & c) {
     return rr;
 }
 
+// 0..n-1 in a random order (seeded by the caller: the same for every server).
+std::vector<int> shuffled(int n, std::mt19937 & rng) {
+    std::vector<int> order(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    return order;
+}
+
 // ---- fleet_resume (issue 15): C multi-turn conversations through the fleet gateway. Conversations
 // come in G groups; a group's members share an S-token prefix (a system prompt and documents), each
 // adds U unique tokens. Round 0 starts every conversation; each of R later rounds resumes every
@@ -300,10 +308,7 @@ rep_result fleet_resume(const rep_context & c) {
     }
     std::mt19937 rng(static_cast<uint32_t>(hash_str(c.key)));
     for (int round = 1; round <= rounds; ++round) {
-        std::vector<int> order(static_cast<size_t>(convs));
-        for (int i = 0; i < convs; ++i) order[static_cast<size_t>(i)] = i;
-        std::shuffle(order.begin(), order.end(), rng);
-        for (int i : order) {
+        for (int i : shuffled(convs, rng)) {
             auto & p = history[static_cast<size_t>(i)];
             auto t = c.prompt("T" + std::to_string(round) + "/" + std::to_string(i), turn);
             p.insert(p.end(), t.begin(), t.end());
@@ -318,6 +323,57 @@ rep_result fleet_resume(const rep_context & c) {
     rr.metrics.push_back({"first_ttft_ms", median(first), "ms", "lower"});
     rr.metrics.push_back({"resume_ttft_mean_ms", resumed.empty() ? 0 : sum / static_cast<double>(resumed.size()), "ms", "lower"});
     rr.metrics.push_back({"resume_ttft_p90_ms", percentile(resumed, 90), "ms", "lower"});
+    if (!cached.empty()) rr.metrics.push_back({"resume_cached_tokens", median(cached), "tokens", "none"});
+    return rr;
+}
+
+// ---- rotation (issue 30): C conversations of A tokens, each resumed R times in a random order with
+// a T-token turn appended to all it sent so far. On a device that holds a fraction of them, a server
+// either keeps what falls out of its context somewhere (tiers, a RAM prompt cache) or recomputes it,
+// and a conversation that no longer fits fails. Every request is sent, failures counted, not fatal.
+rep_result rotation(const rep_context & c) {
+    rep_result rr;
+    const int convs = c.i("convs"), a = c.i("a-tokens"), turn = c.i("turn-tokens"), gen = c.i("gen-tokens"), rounds = c.i("rounds");
+    std::vector<std::vector<int>> history;
+    std::vector<bool> alive(static_cast<size_t>(convs), true);
+    std::vector<double> first, resumed, cached;
+    int failed = 0;
+    auto send = [&](int i, std::vector<double> & ttfts) {
+        auto r = run_completion(c.server, c.params(history[static_cast<size_t>(i)], gen));
+        if (auto e = first_error({r}); !e.empty()) {
+            if (!rr.info.contains("first_error")) rr.info["first_error"] = e;
+            alive[static_cast<size_t>(i)] = false;
+            ++failed;
+            return;
+        }
+        ttfts.push_back(r.ttft() * ms);
+        if (&ttfts == &resumed && r.cached_tokens >= 0) cached.push_back(r.cached_tokens);
+    };
+    for (int i = 0; i < convs; ++i) {
+        history.push_back(c.prompt("C" + std::to_string(i), a));
+        send(i, first);
+    }
+    std::mt19937 rng(static_cast<uint32_t>(hash_str(c.key)));
+    for (int round = 1; round <= rounds; ++round) {
+        for (int i : shuffled(convs, rng)) {
+            if (!alive[static_cast<size_t>(i)]) continue;
+            auto t = c.prompt("T" + std::to_string(round) + "/" + std::to_string(i), turn);
+            history[static_cast<size_t>(i)].insert(history[static_cast<size_t>(i)].end(), t.begin(), t.end());
+            send(i, resumed);
+        }
+    }
+    int completed = 0;
+    for (bool ok : alive) completed += ok ? 1 : 0;
+    double sum = 0;
+    for (double v : resumed) sum += v;
+    rr.metrics.push_back({"conversations_completed", static_cast<double>(completed), "conversations", "higher"});
+    rr.metrics.push_back({"failed_requests", static_cast<double>(failed), "requests", "lower"});
+    if (!first.empty()) rr.metrics.push_back({"first_ttft_ms", median(first), "ms", "lower"});
+    if (!resumed.empty()) {
+        rr.metrics.push_back({"resume_ttft_mean_ms", sum / static_cast<double>(resumed.size()), "ms", "lower"});
+        rr.metrics.push_back({"resume_ttft_p50_ms", median(resumed), "ms", "lower"});
+        rr.metrics.push_back({"resume_ttft_p90_ms", percentile(resumed, 90), "ms", "lower"});
+    }
     if (!cached.empty()) rr.metrics.push_back({"resume_cached_tokens", median(cached), "tokens", "none"});
     return rr;
 }
@@ -379,6 +435,8 @@ const std::vector<scenario_def> & scenario_table() {
         {"fleet_resume", "C conversations in G groups (S shared + U unique tokens) resumed R times in random order with T-token turns: resume TTFT",
          {{"convs", 12}, {"groups", 3}, {"shared-tokens", 1024}, {"unique-tokens", 1024}, {"turn-tokens", 64}, {"gen-tokens", 8}, {"rounds", 2}},
          fleet_resume},
+        {"rotation", "C conversations of A tokens resumed R times in random order with T-token turns: conversations completed, resume TTFT",
+         {{"convs", 4}, {"a-tokens", 600}, {"turn-tokens", 32}, {"gen-tokens", 4}, {"rounds", 2}}, rotation},
         {"warmup", "one short request, nothing recorded", {{"prompt-tokens", 64}, {"gen-tokens", 4}}, warmup},
     };
     return table;

@@ -7,7 +7,7 @@
 #
 # Writes docs/bench/results.json, results.md and PNG plots (docs/bench/<backend>/ for --gpu), and
 # regenerates docs/BENCHMARKS.md. --only takes a comma-separated subset of the groups
-# core,http,mixed,kv,disk,tiering,pressure (default: all). --smoke checks the harness itself with tiny
+# core,http,mixed,kv,disk,tiering,pressure,fit (default: all). --smoke checks the harness itself with tiny
 # sizes and 2 repetitions in a few minutes; it writes to a temporary directory (or --out), never to docs/.
 # --kv-full runs the kv, disk, tiering and pressure groups at the KV issues' sizes (2k-token resumes,
 # a 1.5k shared prefix, the single-slot and 4-stream reproductions), 3 repetitions, into
@@ -20,7 +20,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,http,mixed,kv,disk,tiering,pressure outdir=""
+mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,http,mixed,kv,disk,tiering,pressure,fit outdir=""
 cmdline="bench/run.sh $*"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -74,6 +74,7 @@ if [ "$mode" = smoke ]; then
     noreuse_count=2; noreuse_conc=2; noreuse_prompt=32; noreuse_gen=4
     kv_extra_servers="llama-server-recompute rustycage-recompute"
     repro_ctx=256; repro_a=180; repro_gen=8; burst_ctx=256; burst_prompt=64; burst_gen=64
+    fit_convs=2; fit_a=128; fit_pool=256
 elif [ "$mode" = kvfull ]; then
     resume_a=2048; resume_b=256
     shared_convs=6; shared_s=1536; shared_u=256; shared_turn=16
@@ -93,6 +94,7 @@ elif [ "$mode" = quick ]; then
     noreuse_count=4; noreuse_conc=4; noreuse_prompt=64; noreuse_gen=8
     kv_extra_servers="llama-server-recompute"
     repro_ctx=1280; repro_a=900; repro_gen=16; burst_ctx=640; burst_prompt=150; burst_gen=150
+    fit_convs=4; fit_a=600; fit_pool=1024
 else
     prefill_sizes="128 512 2048 4096"; decode_streams="1 2 4 8 16"; decode_gen=128; decode_prompt=32
     mixed_streams=3; mixed_long=1; mixed_long_tokens=500; mixed_interval=500
@@ -107,6 +109,7 @@ else
     repro_ctx=2560; repro_a=1825; repro_gen=16; burst_ctx=1280; burst_prompt=300; burst_gen=300
 fi
 shared_turn=${shared_turn:-64}
+fit_convs=${fit_convs:-6}; fit_a=${fit_a:-1536}; fit_pool=${fit_pool:-2048}; fit_turn=32; fit_rounds=2
 mixed_streams=${mixed_streams:-3}; mixed_long=${mixed_long:-1}; mixed_long_tokens=${mixed_long_tokens:-500}; mixed_interval=${mixed_interval:-500}
 core_ctx=16384 core_parallel=16
 kv_ctx=8192                # the ample pool of the KV groups
@@ -550,6 +553,46 @@ if has_group pressure; then
     # shellcheck disable=SC2046
     bench burst $(targets rustycage llama-server) --reps "$reps" --variant "4x(${burst_prompt}+${burst_gen}),ctx=$burst_ctx" \
         --requests 4 --prompt-tokens "$burst_prompt" --gen-tokens "$burst_gen"
+    stop_server rustycage; stop_server llama-server
+fi
+
+# ---------------------------------------------------------------- group: fit (issue 30: a device that holds a fraction of the conversations)
+# --ctx-size asks for every conversation at once; the device holds the weights and about fit_pool
+# cells. On a GPU both servers fit to the real device (llama-server with --fit on). On a CPU the
+# device is Rustycage's --device-memory cap, sized from a probe of the model's own footprint; llama-
+# server gets the whole --ctx-size, which is what its --fit does with a set -c (it adjusts only unset
+# arguments): it moves layers off the device instead, and that costs nothing on a CPU, so the
+# comparison leans its way. On a GPU llama-server gets no -ngl, so its fit chooses the layers. Both keep their default prompt caches (llama-server's RAM cache, Rustycage's tiers).
+# --max-tokens tells Rustycage how large one request gets (the fit's floor; without it the floor is
+# llama-server's 4096 cells, more than the quick mode's whole --ctx-size).
+if has_group fit; then
+    cur_group=fit
+    fit_ctx=$(( (fit_convs * (fit_a + fit_rounds * fit_turn + 16) + 255) / 256 * 256 ))
+    log "== fit: $fit_convs conversations of $fit_a tokens (--ctx-size $fit_ctx) on a device that holds ~$fit_pool cells =="
+    fit_of() { curl -s --max-time 10 "${srv_url[$1]}/api/ps" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const f=(JSON.parse(s).models[0]||{}).fit||{};console.log(process.argv[1].split(",").map(k=>f[k]??0).join(" "))})' "$2"; }
+    if [ "$backend" = cpu ]; then
+        start_rustycage rustycage-probe "$fit_ctx" 1 --device-memory 1TiB --fit-margin 0
+        read -r dev_bytes ctx_bytes ctx_cells <<<"$(fit_of rustycage-probe device_bytes,context_bytes,context_cells)"
+        stop_server rustycage-probe
+        [ "${ctx_cells:-0}" -gt 0 ] || die "the fit probe reported no context (see $work/rustycage-probe.log)"
+        fit_cap=$(( dev_bytes - ctx_bytes + ctx_bytes / ctx_cells * fit_pool ))
+        start_rustycage rustycage "$fit_ctx" 1 --device-memory "$fit_cap" --fit-margin 0 --max-tokens "$fit_pool"
+        start_llama llama-server "$fit_ctx" 1
+    else
+        start_rustycage rustycage "$fit_ctx" 1 --max-tokens "$fit_pool"
+        saved_ls=("${gpu_ls[@]}"); gpu_ls=()
+        start_llama llama-server "$fit_ctx" 1 --fit on
+        gpu_ls=("${saved_ls[@]}")
+    fi
+    read -r got_layers got_total got_cells <<<"$(fit_of rustycage layers,layers_total,context_cells)"
+    log "rustycage fitted $got_layers/$got_total layers and $got_cells context cells"
+    note_servers "fit (ctx $fit_ctx, pool fitted to $got_cells cells)" rustycage llama-server
+    # shellcheck disable=SC2046
+    bench warmup $(targets rustycage llama-server) --reps 1
+    # shellcheck disable=SC2046
+    bench rotation $(targets rustycage llama-server) --reps "$reps" \
+        --variant "convs=$fit_convs,A=$fit_a,turn=$fit_turn,rounds=$fit_rounds,ctx=$fit_ctx,pool=$got_cells" \
+        --convs "$fit_convs" --a-tokens "$fit_a" --turn-tokens "$fit_turn" --rounds "$fit_rounds"
     stop_server rustycage; stop_server llama-server
 fi
 

@@ -49,6 +49,17 @@ std::string context_cells(const json & tiers) {
     return std::to_string(c.value("cells_used", uint64_t(0))) + "/" + std::to_string(c.value("cells_total", uint64_t(0)));
 }
 
+// The device fit (rustycage's /api/ps extension): layers on the device, and its bytes there.
+std::string fit_layers(const json & m) {
+    if (!m.contains("fit") || !m["fit"].is_object()) return "-";
+    return std::to_string(m["fit"].value("layers", 0)) + "/" + std::to_string(m["fit"].value("layers_total", 0));
+}
+
+std::string fit_device(const json & m) {
+    if (!m.contains("fit") || !m["fit"].is_object()) return "-";
+    return format_byte_size(m["fit"].value("device_bytes", uint64_t(0))) + " " + m["fit"].value("device", "");
+}
+
 int ps(ps_flags f) {
     while (f.host.size() > 1 && f.host.back() == '/') f.host.pop_back();
     httplib::Client client(f.host);
@@ -69,11 +80,12 @@ int ps(ps_flags f) {
         std::cout << body.dump(2) << "\n";
         return 0;
     }
-    text_table table({"NAME", "SIZE", "PROCESSOR", "UNTIL", "CONTEXT", "KV HOST", "KV DISK"});
+    text_table table({"NAME", "SIZE", "PROCESSOR", "UNTIL", "LAYERS", "DEVICE", "CONTEXT", "KV HOST", "KV DISK"});
     for (const auto & m : body["models"]) {
         const uint64_t size = m.value("size", uint64_t(0));
         const json tiers = m.value("kv_tiers", json::object());
-        table.add({m.value("name", ""), format_byte_size(size), processor(size, m.value("size_vram", uint64_t(0))), until(m), context_cells(tiers),
+        table.add({m.value("name", ""), format_byte_size(size), processor(size, m.value("size_vram", uint64_t(0))), until(m), fit_layers(m),
+                   fit_device(m), context_cells(tiers),
                    tier_bytes(tiers, "host"), tier_bytes(tiers, "disk")});
     }
     table.print(std::cout);

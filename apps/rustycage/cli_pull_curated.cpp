@@ -83,6 +83,8 @@ int pull_curated(const store_flags & store, const curated_flags & f, const std::
         memory = *m;
     } else {
         memory = models::default_memory_budget();
+        // Served fast means on the device: a GPU host picks by 90% of its devices' memory.
+        if (uint64_t gpu = models::gpu_memory_bytes(); gpu > 0) memory = std::min(memory, gpu / 10 * 9);
         if (memory == 0) return fail("cannot tell this host's memory: give --memory SIZE");
     }
     const models::curated_model * named = nullptr;

@@ -18,6 +18,7 @@ struct engine_flags {
     std::string log_level = "info";
     std::string kv_disk_dir;
     bool host_budget_given = false;
+    CLI::Option * ctx_size = nullptr;  // given (flag or environment): the device fit keeps it unless tiers hold the rest
 };
 void add_engine_flags(CLI::App & cmd, engine_flags & f);
 // Applies the log level; returns false (after printing why) on a bad value.

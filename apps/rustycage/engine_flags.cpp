@@ -21,7 +21,7 @@ std::string default_models_dir() {
 void add_engine_flags(CLI::App & cmd, engine_flags & f) {
     f.models_dir = default_models_dir();
     cmd.add_option("--models-dir", f.models_dir, "Directory of servable models (*.gguf)")->envname("RUSTYCAGE_MODELS_DIR")->capture_default_str();
-    cmd.add_option("-c,--ctx-size", f.engine.n_ctx, "KV cells of a model's context, shared by its sequences (0: model's training length)")
+    f.ctx_size = cmd.add_option("-c,--ctx-size", f.engine.n_ctx, "KV cells of a model's context, shared by its sequences (0: model's training length)")
         ->envname("RUSTYCAGE_CTX_SIZE")->check(CLI::Range(0, 1 << 24))->capture_default_str();
     cmd.add_option("--parallel", f.engine.n_parallel, "Sequences decoding at once per model")
         ->envname("RUSTYCAGE_PARALLEL")->check(CLI::Range(1, 128))->capture_default_str();

@@ -41,6 +41,9 @@ struct serve_flags {
     std::vector<std::string> preload;
     int max_body_mb = 32;
     std::string memory_budget;  // empty: 80% of physical RAM
+    std::string device_memory;  // empty: what the devices report
+    std::string fit_margin;     // empty: the fit's default
+    CLI::Option * max_tokens = nullptr;  // given: one request of it is the fit's floor under the context pool
     std::string keep_alive = "5m";
     etcd_flags fleet;  // --fleet-etcd: the console's Fleet page reads this fleet (no endpoints: standalone)
 };
@@ -155,6 +158,18 @@ int serve(serve_flags & f) {
         }
         mopts.memory_budget = *b;
     }
+    if (!f.device_memory.empty() || !f.fit_margin.empty()) {
+        auto cap = parse_byte_size(f.device_memory.empty() ? "0" : f.device_memory);
+        auto margin = parse_byte_size(f.fit_margin.empty() ? "0" : f.fit_margin);
+        if (!cap || !margin) {
+            std::cerr << "error: " << (cap ? "--fit-margin '" + f.fit_margin : "--device-memory '" + f.device_memory) << "' is not a size like 8GiB or 512MiB\n";
+            return 2;
+        }
+        mopts.fit.device_memory = *cap;
+        if (!f.fit_margin.empty()) mopts.fit.margin = static_cast<int64_t>(*margin);
+    }
+    mopts.fit.ctx_set = f.eng.ctx_size && f.eng.ctx_size->count() > 0;
+    if (f.max_tokens && f.max_tokens->count() > 0) mopts.fit.max_tokens = f.api.max_tokens_cap;
     auto ka = api::ollama::parse_go_duration(f.keep_alive);
     if (!ka) {
         std::cerr << "error: --keep-alive '" << f.keep_alive << "' is not a duration like 5m, 1h30m or -1\n";
@@ -218,7 +233,8 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
     add_engine_flags(*cmd, f->eng);
     cmd->add_option("--api-key", f->api.api_keys, "Require this bearer key (repeatable); health stays public");
     auto * keys = cmd->add_option("--api-keys", f->api_keys_env, "Comma-separated API keys")->envname("RUSTYCAGE_API_KEYS");
-    cmd->add_option("--max-tokens", f->api.max_tokens_cap, "Upper bound for a request's max_tokens")
+    f->max_tokens = cmd->add_option("--max-tokens", f->api.max_tokens_cap,
+                                    "Upper bound for a request's max_tokens (when given, also the smallest context pool the device fit may choose)")
         ->envname("RUSTYCAGE_MAX_TOKENS")->check(CLI::Range(1, 1 << 24))->capture_default_str();
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
     cmd->add_option("--preload", f->preload,
@@ -226,8 +242,14 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
                     "conversations for, as many as the memory budget holds")
         ->envname("RUSTYCAGE_PRELOAD")->delimiter(',');
     cmd->add_option("--memory-budget", f->memory_budget,
-                    "Memory all loaded models may take together, e.g. 12GiB (default: 80% of RAM, and at most 90% of GPU memory on a GPU build; 0: no limit); idle models are unloaded to make room")
+                    "System memory all loaded models may take together, e.g. 12GiB (default: 80% of RAM; 0: no limit); idle models are unloaded to make room")
         ->envname("RUSTYCAGE_MEMORY_BUDGET");
+    cmd->add_option("--device-memory", f->device_memory,
+                    "What the fit takes each device to hold, e.g. 8GiB (default: what the devices report free; on a CPU build "
+                    "without it, no fit). Layers and the context pool are fitted to it at each load; the KV tiers hold the rest")
+        ->envname("RUSTYCAGE_DEVICE_MEMORY");
+    cmd->add_option("--fit-margin", f->fit_margin, "Device memory the fit leaves free (default: 1GiB, at most an eighth of the device)")
+        ->envname("RUSTYCAGE_FIT_MARGIN");
     cmd->add_option("--keep-alive", f->keep_alive, "How long an idle model stays loaded: 5m, 1h30m, 0 (unload at once), -1 (forever)")
         ->envname("RUSTYCAGE_KEEP_ALIVE")->capture_default_str();
     cmd->add_option("--max-queue", f->eng.engine.max_queue, "Requests a model may hold waiting; more get 503 + Retry-After")

@@ -1,5 +1,7 @@
 #include "api/server_metrics.h"
 
+#include "llama/backend.h"
+
 namespace rc::api {
 
 namespace {
@@ -76,6 +78,33 @@ void server_metrics::collect_models(const models::model_manager & models) {
         s.add(*loaded, {}, static_cast<double>(n));
     });
     collect_kv_tiers(models);
+    collect_device_memory(models);
+}
+
+// The device fit's account (models/model_fit.h): what each loaded model holds on the device, and
+// what is left there — the devices' own free memory, or with --device-memory what the cap leaves.
+void server_metrics::collect_device_memory(const models::model_manager & models) {
+    using metrics::metric_type;
+    auto * used = registry.add_collected("rustycage_device_memory_used_bytes", "Device memory a loaded model holds, as fitted at its load.",
+                                         metric_type::gauge, {"model", "device"}).value();
+    auto * free = registry.add_collected("rustycage_device_memory_free_bytes",
+                                         "Device memory free for the next load (with --device-memory: the cap less what loaded models hold).",
+                                         metric_type::gauge, {"device"}).value();
+    registry.add_collector([&models, used, free](metrics::scrape_sink & s) {
+        models.visit_loaded([&](const models::loaded_model & m, const engine::engine &) {
+            if (m.device.fitted) s.add(*used, {m.name, m.device.device}, static_cast<double>(m.device.device_bytes));
+        });
+        const uint64_t cap = models.options().fit.device_memory;
+        const uint64_t in_use = models.device_in_use();
+        const uint64_t cap_left = cap > in_use ? cap - in_use : 0;
+        bool gpu = false;
+        for (const auto & d : llama::backend_devices()) {
+            if (d.type != "gpu" && d.type != "igpu") continue;
+            gpu = true;
+            s.add(*free, {d.name}, static_cast<double>(cap > 0 ? std::min<uint64_t>(d.memory_free, cap_left) : d.memory_free));
+        }
+        if (!gpu && cap > 0) s.add(*free, {"CPU (--device-memory)"}, static_cast<double>(cap_left));
+    });
 }
 
 // The KV planner's counters live in each engine (engine::kv_stats): collected at scrape time, so a model's

@@ -70,6 +70,7 @@ class server_metrics {
 
   private:
     void collect_kv_tiers(const models::model_manager & models);
+    void collect_device_memory(const models::model_manager & models);
     bool collecting_ = false;
 };
 

@@ -34,21 +34,7 @@ kv::kv_manager * engine::kv() const { return impl_->tiers(); }
 
 kv::kv_stats_snapshot engine::kv_stats() const { return impl_->plans() ? impl_->kv_exec->snapshot() : kv::kv_stats_snapshot{}; }
 
-result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, const engine_options & opts) {
-    if (!m) return make_error(errc::invalid_argument, "no model");
-    if (opts.n_parallel < 1 || opts.n_parallel > 128) return make_error(errc::invalid_argument, "parallel must be 1..128");
-    if (opts.n_ctx < 0) return make_error(errc::invalid_argument, "ctx-size must be >= 0");
-    if (opts.n_batch < 1 || opts.n_ubatch < 1) return make_error(errc::invalid_argument, "batch sizes must be >= 1");
-    if (opts.kv_type == GGML_TYPE_Q8_0 && !opts.flash_attn)
-        return make_error(errc::invalid_argument, "a q8_0 KV cache needs flash attention (--flash-attn)");
-
-    std::unique_ptr<engine> e(new engine());
-    e->model_ = m;
-    e->opts_ = opts;
-    e->impl_ = std::make_unique<impl>();
-    e->impl_->model = m.get();
-    e->impl_->opts = opts;
-    const auto & info = m->info();
+result<llama_context_params> context_params(const llama::model_info & info, const engine_options & opts) {
     int n_ctx = opts.n_ctx > 0 ? opts.n_ctx : info.n_ctx_train;
     // Encoders with learned absolute positions (BERT) cannot see past their training length.
     if (info.is_embedding && info.n_ctx_train > 0) n_ctx = std::min(n_ctx, info.n_ctx_train);
@@ -60,7 +46,6 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     // split into position ranges that way: they go through the tiers as whole-sequence snapshots
     // (engine_kv.cpp), and keep no idle conversations in the context.
     const bool per_token_kv = !info.is_embedding && !info.is_recurrent && !info.is_hybrid && info.n_swa == 0;
-    const bool snapshots = !info.is_embedding && !per_token_kv;
     const int max_idle = per_token_kv ? std::max(0, opts.kv.cached_sequences) : 0;
     cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + max_idle + 1);
     if (cp.n_seq_max > 256) return make_error(errc::invalid_argument, "parallel + cached sequences must stay below 256");
@@ -86,6 +71,32 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
         cp.n_batch = static_cast<uint32_t>(opts.n_batch);
         cp.n_ubatch = static_cast<uint32_t>(std::min(opts.n_ubatch, opts.n_batch));
     }
+    return cp;
+}
+
+result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, const engine_options & opts) {
+    if (!m) return make_error(errc::invalid_argument, "no model");
+    if (opts.n_parallel < 1 || opts.n_parallel > 128) return make_error(errc::invalid_argument, "parallel must be 1..128");
+    if (opts.n_ctx < 0) return make_error(errc::invalid_argument, "ctx-size must be >= 0");
+    if (opts.n_batch < 1 || opts.n_ubatch < 1) return make_error(errc::invalid_argument, "batch sizes must be >= 1");
+    if (opts.kv_type == GGML_TYPE_Q8_0 && !opts.flash_attn)
+        return make_error(errc::invalid_argument, "a q8_0 KV cache needs flash attention (--flash-attn)");
+
+    std::unique_ptr<engine> e(new engine());
+    e->model_ = m;
+    e->opts_ = opts;
+    e->impl_ = std::make_unique<impl>();
+    e->impl_->model = m.get();
+    e->impl_->opts = opts;
+    const auto & info = m->info();
+    auto params = context_params(info, opts);
+    if (!params) return params.err();
+    const auto & cp = params.value();
+    const int n_ctx = static_cast<int>(cp.n_ctx);
+    const bool per_token_kv = !info.is_embedding && !info.is_recurrent && !info.is_hybrid && info.n_swa == 0;
+    const bool snapshots = !info.is_embedding && !per_token_kv;
+    const int max_idle = per_token_kv ? std::max(0, opts.kv.cached_sequences) : 0;
+    const int threads = static_cast<int>(cp.n_threads);
     e->impl_->ctx = llama_init_from_model(m->get(), cp);
     if (!e->impl_->ctx) return make_error(errc::internal, "llama.cpp could not create a context of " + std::to_string(n_ctx) + " cells");
     e->n_ctx_ = e->impl_->n_ctx = info.is_embedding ? n_ctx : static_cast<int>(llama_n_ctx(e->impl_->ctx));
@@ -142,6 +153,11 @@ engine::~engine() {
     if (impl_) impl_->wake = nullptr;
 }
 
+std::string engine::ctx_origin() const {
+    if (opts_.n_ctx_fitted_from <= 0) return "--ctx-size";
+    return "--ctx-size " + std::to_string(opts_.n_ctx_fitted_from) + " fitted to device memory; the tiers keep longer conversations, not longer prompts";
+}
+
 result<std::shared_ptr<request_channel>> engine::submit(generation_request req) {
     const bool embed_model = is_embedding();
     if (auto problem = check_request(*model_, embed_model, req)) return make_error(errc::invalid_argument, problem.message());
@@ -149,7 +165,7 @@ result<std::shared_ptr<request_channel>> engine::submit(generation_request req) 
     if (n_prompt >= n_ctx_ || (embed_model && n_prompt > n_ctx_)) {
         if (!req.truncate_prompt) {
             return make_error(errc::context_overflow, "the prompt is " + std::to_string(n_prompt) + " tokens but the context holds " +
-                                                          std::to_string(n_ctx_) + " tokens (--ctx-size); shorten it or ask for truncation");
+                                                          std::to_string(n_ctx_) + " tokens (" + ctx_origin() + "); shorten it or ask for truncation");
         }
         int keep = embed_model ? n_ctx_ : n_ctx_ - 1 - std::min(req.max_tokens > 0 ? req.max_tokens : n_ctx_ / 4, n_ctx_ / 2);
         req.prompt.erase(req.prompt.begin(), req.prompt.end() - keep);

@@ -29,6 +29,7 @@ namespace rc::engine {
 
 struct engine_options {
     int n_ctx = 4096;           // KV cells shared by all sequences (llama-server's -c); 0: model's training context
+    int n_ctx_fitted_from = 0;  // the context the device fit shrank to n_ctx (0: not shrunk); errors name both
     int n_parallel = 4;         // sequences decoding at once
     int n_batch = 2048;         // tokens per decode step
     int n_ubatch = 512;         // physical batch
@@ -51,6 +52,10 @@ struct engine_options {
 
 // "f16", "f32", "q8_0" → the KV cell type; nullopt for anything else.
 std::optional<ggml_type> parse_kv_type(const std::string & name);
+
+// The llama.cpp context an engine creates for a model with these options (the device fit measures
+// it before the model is loaded). Errors: invalid_argument.
+result<llama_context_params> context_params(const llama::model_info & info, const engine_options & opts);
 
 // What a prompt would reuse if it were submitted now (engine::lookup). `prompt_tokens` is the
 // prompt's length; the tiers count the leading tokens whose KV would come from there.
@@ -123,6 +128,7 @@ class engine {
 
     std::shared_ptr<llama::model> model_;
     engine_options opts_;
+    std::string ctx_origin() const;  // where n_ctx came from, for errors
     int n_ctx_ = 0;
     std::unique_ptr<impl> impl_;
 

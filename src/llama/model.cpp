@@ -25,7 +25,8 @@ result<std::shared_ptr<model>> model::load(const std::vector<std::string> & path
     }
     auto params = llama_model_default_params();
     params.n_gpu_layers = opts.n_gpu_layers < 0 ? 999 : opts.n_gpu_layers;
-    params.load_mode = opts.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    params.load_mode = opts.use_mmap && !opts.no_alloc ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    params.no_alloc = opts.no_alloc;
     params.check_tensors = opts.check_tensors;
 
     std::shared_ptr<model> m(new model());

@@ -17,6 +17,7 @@ struct model_load_options {
     int n_gpu_layers = -1;  // -1: as many as the backend takes (0 on CPU-only builds)
     bool use_mmap = true;
     bool check_tensors = false;  // validate tensor data on load (the quarantine load test)
+    bool no_alloc = false;       // shapes, vocabulary and templates only, no weights (the device fit's look before a load)
     std::string chat_template;   // overrides the GGUF's template when set (a store manifest's template)
 };
 

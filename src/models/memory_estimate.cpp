@@ -70,11 +70,7 @@ uint64_t gpu_memory_bytes() {
     return sum;
 }
 
-uint64_t default_memory_budget() {
-    uint64_t budget = physical_memory_bytes() / 10 * 8;
-    if (uint64_t gpu = gpu_memory_bytes(); gpu > 0) budget = std::min(budget, gpu / 10 * 9);
-    return budget;
-}
+uint64_t default_memory_budget() { return physical_memory_bytes() / 10 * 8; }
 
 uint64_t physical_memory_bytes() {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);

@@ -25,8 +25,7 @@ uint64_t physical_memory_bytes();
 // Total memory of the GPU devices ggml's backends report (0 on CPU-only builds).
 uint64_t gpu_memory_bytes();
 
-// The default --memory-budget: 80% of RAM; with a GPU backend (every layer offloaded), also no
-// more than 90% of the devices' memory.
+// The default --memory-budget: 80% of RAM. (Device memory is the device fit's: model_fit.h.)
 uint64_t default_memory_budget();
 
 }  // namespace rc::models

@@ -14,13 +14,26 @@ namespace {
 
 // A model that fails to load is an incident in the store's own log (`rustycage show` lists it; a
 // fleet agent forwards it): the structured record, not the log line, is what others read.
-void record_load_failure(const local_catalog & catalog, const model_entry & entry, const error & failure) {
+void record_load_failure(const local_catalog & catalog, const model_entry & entry, const error & failure, const device_plan & plan) {
     static const std::regex oom(R"(out of memory|failed to allocate|cannot allocate|\bOOM\b|insufficient memory)", std::regex::icase);
     nlohmann::ordered_json details = {{"error", failure.message}};
+    if (plan.fitted)
+        details["fit"] = {{"device", plan.device},     {"device_memory", plan.device_total}, {"layers", plan.layers},
+                          {"layers_total", plan.layers_total}, {"context_cells", plan.cells}, {"device_bytes", plan.device_bytes},
+                          {"host_bytes", plan.host_bytes}};
     if (!entry.digest.empty()) details["layers"] = nlohmann::ordered_json::array({entry.digest});
     auto r = store::incident_log::in_store(catalog.dir())
                  .record(std::regex_search(failure.message, oom) ? "out_of_memory" : "model_load_failed", entry.name, failure.message, details);
     if (!r) rc::log::warn("models", "incident_not_recorded", {{"model", entry.name}, {"error", r.err().message}});
+}
+
+// The startup log's account of a fit: what went on the device, and what the tiers will hold.
+void log_fit(const std::string & name, const device_plan & p) {
+    const auto lvl = p.whole() ? rc::log::level::info : rc::log::level::warn;
+    rc::log::write(lvl, "models", p.whole() ? "fitted" : "fitted_smaller",
+                   {{"model", name}, {"device", p.device}, {"device_memory", p.device_total}, {"layers", p.layers}, {"layers_total", p.layers_total},
+                    {"context_cells", p.cells}, {"cells_wanted", p.cells_wanted}, {"device_bytes", p.device_bytes}, {"weights_bytes", p.weights_bytes},
+                    {"context_bytes", p.context_bytes}, {"compute_bytes", p.compute_bytes}, {"host_bytes", p.host_bytes}});
 }
 
 }  // namespace
@@ -35,6 +48,7 @@ struct detail::model_slot {
     std::chrono::steady_clock::time_point idle_since;  // when the last lease ended (or the load did)
     std::chrono::nanoseconds keep_alive{0};
     uint64_t memory = 0;
+    device_plan device;
     int leases = 0;
     bool retiring = false;     // off the loaded list: no new leases
     bool tearing_down = false; // the reaper is destroying the engine
@@ -122,8 +136,45 @@ uint64_t model_manager::used_locked() const {
     uint64_t sum = 0;
     for (const auto & [n, s] : loaded_) sum += s->memory;
     for (const auto & s : retiring_) sum += s->memory;
-    for (const auto & [n, bytes] : loading_) sum += bytes;
+    for (const auto & [n, r] : loading_) sum += r.memory;
     return sum;
+}
+
+uint64_t model_manager::device_used_locked() const {
+    uint64_t sum = 0;
+    for (const auto & [n, s] : loaded_) sum += s->device.device_bytes;
+    for (const auto & s : retiring_) sum += s->device.device_bytes;
+    for (const auto & [n, r] : loading_) sum += r.device;
+    return sum;
+}
+
+uint64_t model_manager::device_in_use() const {
+    std::lock_guard lock(mutex_);
+    return device_used_locked();
+}
+
+result<device_plan> model_manager::fit_locked(lock_t & lock, const model_entry & entry) {
+    const uint64_t host = opts_.memory_budget > 0 ? opts_.memory_budget - std::min(opts_.memory_budget, used_locked()) : UINT64_MAX;
+    for (;;) {
+        const uint64_t others = device_used_locked();
+        lock.unlock();
+        auto plan = plan_device(entry, engine_opts_, load_opts_, opts_.fit, others, host);
+        lock.lock();
+        if (others == 0 || (plan && (!plan->fitted || plan->whole()))) return plan;
+        // Idle models hold what this one needs: the least recently used goes (Ollama's way); a model
+        // being torn down is waited for. Otherwise this one fits as it can, or not at all.
+        std::shared_ptr<slot> victim;
+        for (const auto & [n, s] : loaded_)
+            if (s->leases == 0 && s->device.device_bytes > 0 && (!victim || s->idle_since < victim->idle_since)) victim = s;
+        if (victim) {
+            rc::log::info("models", "unloading_for_device", {{"model", victim->name}, {"for", entry.name}, {"freed", victim->device.device_bytes}});
+            retire_locked(victim->name);
+        }
+        bool freeing = false;
+        for (const auto & s : retiring_) freeing = freeing || (s->leases == 0 && s->device.device_bytes > 0);
+        if (!freeing) return plan;
+        changed_.wait(lock);  // a teardown always ends, and frees its device memory
+    }
 }
 
 uint64_t model_manager::memory_in_use() const {
@@ -201,24 +252,42 @@ result<model_lease> model_manager::acquire(const model_entry & entry) {
         if (!loading_.count(name)) break;
         changed_.wait(lock);  // another request is loading it; its result serves us too
     }
-    const uint64_t need = estimate_memory(entry, engine_opts_).total();
-    loading_[name] = 0;  // claims the load before make_room may release the lock
+    loading_[name] = {};  // claims the load before fit_locked and make_room may release the lock
+    auto plan = fit_locked(lock, entry);
+    if (!plan) {
+        loading_.erase(name);
+        changed_.notify_all();
+        rc::log::error("models", "fit_failed", {{"model", name}, {"error", plan.err().message}});
+        record_load_failure(catalog_, entry, plan.err(), {});
+        return plan.err();
+    }
+    auto eo = engine_opts_;
+    auto lo = load_opts_;
+    if (plan->fitted) {
+        if (plan->cells < plan->cells_wanted) eo.n_ctx_fitted_from = plan->cells_wanted;
+        eo.n_ctx = plan->cells;
+        lo.n_gpu_layers = plan->layers >= plan->layers_total ? -1 : plan->layers;
+    }
+    // The budget is system memory: a model fitted to a GPU counts what stays off the device; one
+    // fitted to --device-memory on the host counts all of llama.cpp's measure.
+    const uint64_t need = !plan->fitted ? estimate_memory(entry, eo).total() : plan->gpu ? plan->host_bytes : plan->device_bytes + plan->host_bytes;
+    loading_[name].device = plan->device_bytes;
     if (auto room = make_room(lock, need, name); !room) {
         loading_.erase(name);
         changed_.notify_all();
         return room.err();
     }
-    loading_[name] = need;
+    loading_[name].memory = need;
     lock.unlock();
+    if (plan->fitted) log_fit(name, plan.value());
 
     auto started = steady::now();
-    auto lo = load_opts_;
     lo.chat_template = entry.template_text.value_or("");
     std::unique_ptr<engine::engine> eng;
     error failure;
     if (auto m = llama::model::load(entry.part_strings(), lo); !m) {
         failure = m.err();
-    } else if (auto e = engine::engine::start(m.value(), engine_opts_); !e) {
+    } else if (auto e = engine::engine::start(m.value(), eo); !e) {
         failure = e.err();
     } else {
         eng = std::move(e.value());
@@ -229,7 +298,7 @@ result<model_lease> model_manager::acquire(const model_entry & entry) {
     changed_.notify_all();
     if (!eng) {
         rc::log::error("models", "load_failed", {{"model", name}, {"error", failure.message}});
-        record_load_failure(catalog_, entry, failure);
+        record_load_failure(catalog_, entry, failure, plan.value());
         return failure;
     }
     auto s = std::make_shared<slot>();
@@ -239,6 +308,7 @@ result<model_lease> model_manager::acquire(const model_entry & entry) {
     s->idle_since = steady::now();
     s->keep_alive = opts_.default_keep_alive;
     s->memory = need;
+    s->device = plan.value();
     s->leases = 1;
     loaded_[name] = s;
     double ms = std::chrono::duration<double, std::milli>(steady::now() - started).count();
@@ -282,6 +352,7 @@ loaded_model model_manager::view_locked(const slot & s, steady::time_point now) 
     v.keep_alive = s.keep_alive;
     v.leases = s.leases;
     v.memory = s.memory;
+    v.device = s.device;
     v.expires_at = sys::time_point::max();
     if (s.keep_alive != forever) {
         // Busy: keep_alive starts when the last lease ends, so it is a full keep_alive from now.

@@ -29,6 +29,7 @@
 #include "models/local_catalog.h"
 #include "models/recent_models.h"
 #include "models/memory_estimate.h"
+#include "models/model_fit.h"
 #include "util/result.h"
 
 namespace rc::models {
@@ -79,6 +80,7 @@ struct loaded_model {
     std::chrono::system_clock::time_point expires_at;
     int leases = 0;       // requests holding it now
     uint64_t memory = 0;  // the estimate it was admitted with (memory_estimate.h)
+    device_plan device;   // its fit to device memory (model_fit.h)
 };
 
 struct manager_options {
@@ -86,6 +88,7 @@ struct manager_options {
     std::chrono::nanoseconds default_keep_alive = std::chrono::minutes(5);
     // How long a load waits for busy models to become idle when the budget is full.
     std::chrono::milliseconds busy_wait = std::chrono::minutes(5);
+    fit_settings fit;  // how each load is fitted to device memory (model_fit.h)
     // Called on the reaper thread once a model's engine is gone (logs, tests). Must not call back
     // into the manager.
     std::function<void(const std::string & name)> on_unloaded;
@@ -130,6 +133,8 @@ class model_manager {
     bool loading() const;
     // Loaded, loading and not yet torn down models together (the budget's view).
     uint64_t memory_in_use() const;
+    // The same on the fitted device (model_fit.h).
+    uint64_t device_in_use() const;
 
   private:
     friend class model_lease;
@@ -141,6 +146,10 @@ class model_manager {
     // ones to become idle up to opts_.busy_wait. Called with `lock` held; releases it while waiting.
     status make_room(lock_t & lock, uint64_t need, const std::string & for_name);
     uint64_t used_locked() const;
+    uint64_t device_used_locked() const;
+    // Fits `entry` to device memory beside the other models, unloading idle ones (LRU first) while
+    // they keep it from its whole fit. Lock held; released while measuring.
+    result<device_plan> fit_locked(lock_t & lock, const model_entry & entry);
     // Moves a loaded slot to the teardown list and wakes the reaper. Lock held.
     void retire_locked(const std::string & name);
     void release(slot & s, bool observer);
@@ -158,7 +167,10 @@ class model_manager {
     std::condition_variable reaper_wake_;   // teardown work, or a keep-alive deadline moved
     std::map<std::string, std::shared_ptr<slot>> loaded_;
     std::vector<std::shared_ptr<slot>> retiring_;  // off the list; torn down once no lease holds them
-    std::map<std::string, uint64_t> loading_;      // name → memory reserved for the load
+    struct reservation {
+        uint64_t memory = 0, device = 0;
+    };
+    std::map<std::string, reservation> loading_;   // name → memory reserved for the load
     bool stopping_ = false;
     std::thread reaper_;
 };

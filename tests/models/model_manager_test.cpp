@@ -237,6 +237,81 @@ TEST_F(manager_test, concurrent_requests_share_one_load) {
     EXPECT_EQ(leases_of(*m, "demo"), 0);
 }
 
+// The device fit, on a CPU build through --device-memory (the host plays the device): a context
+// that does not fit shrinks when tiers hold the rest, a set one without tiers is refused with its
+// numbers, and a second model that does not fit beside an idle first one unloads it.
+namespace {
+fit_settings capped(uint64_t cap, bool ctx_set = false) {
+    fit_settings fs;
+    fs.device_memory = cap;
+    fs.margin = 0;
+    fs.ctx_set = ctx_set;
+    fs.max_tokens = 128;
+    return fs;
+}
+}  // namespace
+
+TEST_F(manager_test, the_fit_shrinks_a_context_the_device_cannot_hold_when_tiers_hold_the_rest) {
+    auto eo = engine_opts();
+    eo.kv.host_budget = 64ull << 20;
+    auto whole = plan_device(catalog().find("demo").value(), eo, {}, capped(1ull << 40), 0, UINT64_MAX);
+    ASSERT_TRUE(whole.ok()) << whole.err().message;
+    ASSERT_TRUE(whole->fitted);
+    ASSERT_TRUE(whole->whole());
+    EXPECT_EQ(whole->cells, 1024);
+    manager_options o;
+    o.fit = capped(whole->device_bytes - 1, true);  // --ctx-size 1024 set, and one byte short of it
+    model_manager m(catalog(), eo, {}, o);
+    auto l = m.acquire("demo");
+    ASSERT_TRUE(l.ok()) << l.err().message;
+    EXPECT_EQ(l->engine().n_ctx(), 768) << "the largest pool that fits, in whole 256-cell steps";
+    auto v = m.loaded();
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_TRUE(v[0].device.fitted);
+    EXPECT_EQ(v[0].device.layers, v[0].device.layers_total) << "the weights stay whole on the device";
+    EXPECT_EQ(v[0].device.cells_wanted, 1024);
+    EXPECT_LE(v[0].device.device_bytes, o.fit.device_memory);
+    EXPECT_EQ(m.device_in_use(), v[0].device.device_bytes);
+}
+
+TEST_F(manager_test, a_set_context_that_cannot_fit_without_tiers_is_refused_and_nothing_loads) {
+    auto whole = plan_device(catalog().find("demo").value(), engine_opts(), {}, capped(1ull << 40), 0, UINT64_MAX);
+    ASSERT_TRUE(whole.ok() && whole->fitted);
+    manager_options o;
+    o.fit = capped(whole->device_bytes / 2, true);
+    o.memory_budget = whole->device_bytes / 3;  // and system memory cannot take the layers that would move there
+    model_manager m(catalog(), engine_opts(), {}, o);
+    auto r = m.acquire("demo");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.err().code, errc::invalid_argument);
+    EXPECT_NE(r.err().message.find("--ctx-size 1024"), std::string::npos) << r.err().message;
+    EXPECT_TRUE(m.loaded().empty());
+    EXPECT_EQ(m.device_in_use(), 0u);
+    EXPECT_FALSE(m.loading());
+}
+
+TEST_F(manager_test, a_model_that_does_not_fit_beside_an_idle_one_unloads_it) {
+    auto whole = plan_device(catalog().find("demo").value(), engine_opts(), {}, capped(1ull << 40), 0, UINT64_MAX);
+    ASSERT_TRUE(whole.ok() && whole->fitted);
+    manager_options o;
+    o.fit = capped(whole->device_bytes * 3 / 2, true);  // one whole model, not two
+    std::mutex mu;
+    std::vector<std::string> unloaded;
+    o.on_unloaded = [&](const std::string & n) {
+        std::lock_guard lock(mu);
+        unloaded.push_back(n);
+    };
+    model_manager m(catalog(), engine_opts(), {}, o);
+    ASSERT_TRUE(m.acquire("demo").ok());
+    auto other = m.acquire("other");
+    ASSERT_TRUE(other.ok()) << other.err().message;
+    EXPECT_EQ(names(m), std::vector<std::string>{"other"});
+    EXPECT_EQ(other->engine().n_ctx(), 1024) << "the whole model, not a squeezed one beside the idle model";
+    EXPECT_LE(m.device_in_use(), o.fit.device_memory);
+    std::lock_guard lock(mu);
+    EXPECT_EQ(unloaded, std::vector<std::string>{"demo"});
+}
+
 // A model that fails to load is an incident in the store's log, the structured source a fleet agent
 // forwards (never a log line it would have to parse); a model that loads leaves none.
 TEST_F(manager_test, a_model_that_fails_to_load_is_an_incident_in_the_store_log) {

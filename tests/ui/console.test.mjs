@@ -47,7 +47,8 @@ describe('web console', { timeout: 600_000 }, () => {
     diskDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rc-ui-kv-'));
     server = await startServer({
       models: { demo: 'tiny-chat.gguf', second: 'tiny-chat.gguf', embed: 'tiny-embed.gguf' },
-      args: ['--kv-cached-sequences', '1', '--kv-disk-dir', diskDir, '--preload', 'demo'],
+      // --device-memory: the fit runs on a CPU build too, so the Overview shows each model's device share.
+      args: ['--kv-cached-sequences', '1', '--kv-disk-dir', diskDir, '--preload', 'demo', '--device-memory', '64GiB'],
     });
     browser = await launchBrowser();
   });
@@ -146,6 +147,9 @@ describe('web console', { timeout: 600_000 }, () => {
 
     await showPage(page, 'overview');
     await page.waitForFunction(() => document.querySelector('#loaded-models tbody').textContent.includes('demo'), { timeout: 30_000 });
+    const demoRow = await page.$$eval('#loaded-models tbody tr', (trs) => trs.map((tr) => tr.textContent).find((t) => t.includes('demo')));
+    assert.match(demoRow, /4\/4 layers · \d/, 'the fitted layers and device bytes');
+    assert.match(await page.$eval('#settings', (el) => el.textContent), /64\.0 GiB \(--device-memory\)/);
     const available = await page.$eval('#available-models tbody', (el) => el.textContent);
     assert.match(available, /demo/);
     assert.match(available, /embed/);

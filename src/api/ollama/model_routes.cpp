@@ -118,24 +118,33 @@ http_response ps(api_context & ctx) {
     });
     // Ollama lists the model with the longest time left first.
     std::stable_sort(loaded.begin(), loaded.end(), [](const running & a, const running & b) { return a.m.expires_at > b.m.expires_at; });
-    // Weights go where the backend puts them: every layer is offloaded when a GPU backend is present.
+    // Without a fit, weights go where the backend puts them: every layer is offloaded when a GPU
+    // backend is present.
     const bool on_gpu = llama_supports_gpu_offload();
     json models = json::array();
     for (const auto & r : loaded) {
         auto entry = ctx.models.catalog().find(r.m.name);
         auto f = entry ? ctx.facts->get(entry.value()) : nullptr;
-        // Ollama's size is the memory the model takes: weights, KV cache and buffers (the estimate
-        // the memory budget admitted it with).
-        const auto size = r.m.memory > 0 ? r.m.memory : r.model_bytes;
+        // Ollama's size is the memory the model takes: weights, KV cache and buffers (llama.cpp's
+        // measure when the model was fitted, else the estimate the memory budget admitted it with);
+        // size_vram is the part on a GPU.
+        const auto & d = r.m.device;
+        const auto size = d.fitted ? d.device_bytes + d.host_bytes : r.m.memory > 0 ? r.m.memory : r.model_bytes;
+        const auto vram = d.fitted ? (d.gpu ? d.device_bytes : 0) : on_gpu ? size : 0;
         models.push_back({{"name", display_name(r.m.name)},
                           {"model", display_name(r.m.name)},
                           {"size", size},
                           {"digest", f ? f->digest : std::string()},
                           {"details", f ? f->details : unknown_details()},
                           {"expires_at", rfc3339(r.m.expires_at)},
-                          {"size_vram", on_gpu ? size : 0},
+                          {"size_vram", vram},
                           {"context_length", r.n_ctx}});
         models.back()["kv_tiers"] = r.kv_tiers;
+        if (d.fitted)
+            models.back()["fit"] = {{"device", d.device},           {"device_memory", d.device_total}, {"layers", d.layers},
+                                    {"layers_total", d.layers_total}, {"context_cells", d.cells},        {"cells_wanted", d.cells_wanted},
+                                    {"device_bytes", d.device_bytes}, {"weights_bytes", d.weights_bytes}, {"context_bytes", d.context_bytes},
+                                    {"compute_bytes", d.compute_bytes}, {"host_bytes", d.host_bytes}};
     }
     return json_response(json{{"models", models}});
 }

@@ -101,6 +101,8 @@ json server_facts(const api_context & ctx) {
             {"api_key_required", !ctx.opts.api_keys.empty()},
             {"memory", {{"budget_bytes", mo.memory_budget > 0 ? json(mo.memory_budget) : json(nullptr)},
                         {"in_use_bytes", ctx.models.memory_in_use()}}},
+            {"device", {{"memory_bytes", mo.fit.device_memory > 0 ? json(mo.fit.device_memory) : json(nullptr)},
+                        {"in_use_bytes", ctx.models.device_in_use()}}},
             {"engine", {{"ctx_size", eo.n_ctx},
                         {"parallel", eo.n_parallel},
                         {"max_queue", eo.max_queue},

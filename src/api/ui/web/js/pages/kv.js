@@ -121,9 +121,12 @@ export default {
         const used = latest('rustycage_kv_cells_used') ?? 0;
         const cached = latest('rustycage_kv_cells_cached') ?? 0;
         const cap = latest('rustycage_kv_cells_capacity') ?? 0;
-        const ps = c.loadedModels().find((x) => x.key === selected)?.kv_tiers;
+        const loadedModel = c.loadedModels().find((x) => x.key === selected);
+        const ps = loadedModel?.kv_tiers;
+        const fit = loadedModel?.fit;
+        const fitted = fit && fit.context_cells < fit.cells_wanted ? ` · pool fitted to device memory (${formatNumber(fit.cells_wanted)} wanted)` : '';
         setText(ctxCard.value, cap ? `${formatNumber(used + cached)} of ${formatNumber(cap)} cells` : 'not loaded');
-        setText(ctxCard.sub, cap ? `${formatNumber(used)} running · ${formatNumber(cached)} idle${ps ? ` in ${plural(ps.context?.idle_conversations ?? 0, 'conversation')}` : ''}` : '\u00a0');
+        setText(ctxCard.sub, cap ? `${formatNumber(used)} running · ${formatNumber(cached)} idle${ps ? ` in ${plural(ps.context?.idle_conversations ?? 0, 'conversation')}` : ''}${fitted}` : '\u00a0');
         ctxMeter.update(cap ? [
           { fraction: used / cap, className: 'used', label: `${formatNumber(used)} cells running` },
           { fraction: cached / cap, className: 'cached', label: `${formatNumber(cached)} cells idle` },

@@ -22,7 +22,8 @@ export default {
       empty: 'No model is loaded. A request naming a model loads it (so does serve --preload).',
       columns: [
         { label: 'Model', render: (m) => h('strong', { text: m.name }) },
-        { label: 'Memory', numeric: true, title: 'Weights, KV cache and buffers (the estimate the budget admitted it with)', render: (m) => formatBytes(m.size) },
+        { label: 'Memory', numeric: true, title: 'Weights, KV cache and buffers (llama.cpp\'s measure when fitted to device memory, else the estimate the budget admitted it with)', render: (m) => formatBytes(m.size) },
+        { label: 'On device', numeric: true, title: 'Layers on the device and the bytes they, the context pool and compute buffers hold there, as fitted at load', render: onDevice },
         { label: 'Context cells', numeric: true, title: 'Used by running sequences + held by idle conversations, of the context', render: contextCells },
         { label: 'Running', numeric: true, render: (m) => formatNumber(m.running) },
         { label: 'Queued', numeric: true, render: (m) => formatNumber(m.queued) },
@@ -111,7 +112,14 @@ function sumLatest(history, name) {
 function contextCells(m) {
   const t = m.kv_tiers?.context;
   if (!t) return '—';
-  return `${formatNumber(t.cells_used)} + ${formatNumber(t.cells_cached)} idle / ${formatNumber(t.cells_total)}`;
+  const fitted = m.fit && m.fit.context_cells < m.fit.cells_wanted ? ` (fitted from ${formatNumber(m.fit.cells_wanted)})` : '';
+  return `${formatNumber(t.cells_used)} + ${formatNumber(t.cells_cached)} idle / ${formatNumber(t.cells_total)}${fitted}`;
+}
+
+function onDevice(m) {
+  const f = m.fit;
+  if (!f) return '—';
+  return `${formatNumber(f.layers)}/${formatNumber(f.layers_total)} layers · ${formatBytes(f.device_bytes)}`;
 }
 
 function unloadsIn(m) {
@@ -144,6 +152,7 @@ function renderSettings(dl, note, c) {
     ['Host RAM tier', k.host_budget_bytes > 0 ? `${formatBytes(k.host_budget_bytes)} budget per model` : 'off'],
     ['Disk tier', k.disk_dir ? `${formatBytes(k.disk_budget_bytes)} budget in ${k.disk_dir}${k.write_through ? ' (write-through)' : ''}` : 'off (--kv-disk-dir)'],
     ['Memory budget', s.memory.budget_bytes ? formatBytes(s.memory.budget_bytes) : 'none'],
+    ['Device memory', s.device?.memory_bytes ? `${formatBytes(s.device.memory_bytes)} (--device-memory), ${formatBytes(s.device.in_use_bytes)} fitted` : 'as the devices report, fitted at each load'],
     ['API key', s.api_key_required ? 'required' : 'not required'],
   ];
   const key = rows.map((r) => r.join('=')).join('|');

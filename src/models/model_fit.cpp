@@ -1,0 +1,108 @@
+#include "models/model_fit.h"
+
+#include <algorithm>
+
+#include "llama/backend.h"
+#include "llama/device_memory.h"
+
+namespace rc::models {
+
+namespace {
+
+constexpr uint64_t k_default_margin = 1ull << 30;  // llama-server's --fit-target
+constexpr int k_default_floor = 4096;              // llama-server's --fit-ctx
+
+// One request of --max-tokens (else llama-server's floor), rounded up to whole KV blocks.
+int floor_cells(const fit_settings & fs, const engine::engine_options & eo) {
+    const int block = std::max(1, eo.kv.block_size);
+    const int tokens = fs.max_tokens > 0 ? fs.max_tokens : k_default_floor;
+    return (tokens + block - 1) / block * block;
+}
+
+bool any_gpu() {
+    for (const auto & d : llama::backend_devices())
+        if (d.type == "gpu" || d.type == "igpu") return true;
+    return false;
+}
+
+}  // namespace
+
+result<device_plan> plan_device(const model_entry & e, const engine::engine_options & eo, const llama::model_load_options & lo,
+                                const fit_settings & fs, uint64_t others_on_device, uint64_t host_available) {
+    device_plan plan;
+    if (e.parts.size() > 1) return plan;
+    if (fs.device_memory == 0 && !any_gpu()) return plan;  // nothing to fit to: no load to look at
+    auto shapes_opts = lo;
+    shapes_opts.no_alloc = true;
+    auto shapes = llama::model::load(e.path.string(), shapes_opts);
+    if (!shapes) return shapes.err();
+    const auto & info = shapes.value()->info();
+    if (info.is_embedding) return plan;
+    auto cp = engine::context_params(info, eo);
+    if (!cp) return cp.err();
+    const int all_layers = 999;
+    auto measured = llama::measure_memory(e.path.string(), lo.n_gpu_layers >= 0 ? lo.n_gpu_layers : all_layers, cp.value());
+    if (!measured) return measured.err();
+    // At --gpu-layers N the measure holds N layers; scale it to all of them.
+    const auto & m = measured.value();
+
+    fit_inputs in;
+    uint64_t device_free = 0, device_total = 0;
+    for (const auto & d : m.devices) {
+        if (d.host) continue;
+        in.weights += d.model;
+        in.cell_bytes += d.context;
+        in.compute += d.compute;
+        device_free += static_cast<uint64_t>(std::max<int64_t>(0, d.free));
+        device_total += static_cast<uint64_t>(std::max<int64_t>(0, d.total));
+        plan.device += (plan.device.empty() ? "" : "+") + d.name;
+    }
+    const bool gpu = device_total > 0;
+    if (!gpu && fs.device_memory == 0) return plan;
+    if (!gpu) {
+        // No GPU: with --device-memory the host plays the device, so the policy runs anywhere.
+        const auto & h = m.devices.back();
+        in.weights = h.model;
+        in.cell_bytes = h.context;
+        in.compute = h.compute;
+        plan.device = "CPU (--device-memory)";
+    }
+    const int measured_layers = lo.n_gpu_layers >= 0 ? std::min(lo.n_gpu_layers, m.offloadable_layers) : m.offloadable_layers;
+    if (gpu && measured_layers > 0 && measured_layers < m.offloadable_layers) {
+        in.weights = in.weights / static_cast<uint64_t>(measured_layers) * static_cast<uint64_t>(m.offloadable_layers);
+        in.cell_bytes = in.cell_bytes / static_cast<uint64_t>(measured_layers) * static_cast<uint64_t>(m.offloadable_layers);
+    }
+    in.cells = static_cast<int>(cp.value().n_ctx);
+    in.cell_bytes /= std::max(1, in.cells);
+    in.layers = m.offloadable_layers;
+    in.cells_set = fs.ctx_set;
+    in.floor_cells = floor_cells(fs, eo);
+    in.tiers = eo.kv.host_budget > 0 || !eo.kv.disk_dir.empty();
+    in.user_layers = lo.n_gpu_layers;
+    in.host_available = host_available;
+
+    uint64_t total = fs.device_memory > 0 ? fs.device_memory : device_total;
+    const uint64_t margin = fs.margin >= 0 ? static_cast<uint64_t>(fs.margin) : std::min(k_default_margin, total / 8);
+    // A real device's free memory already excludes other models; the cap counts them itself.
+    uint64_t room = fs.device_memory > 0 ? (fs.device_memory > others_on_device ? fs.device_memory - others_on_device : 0) : UINT64_MAX;
+    if (gpu) room = std::min(room, device_free);
+    in.available = room > margin ? room - margin : 0;
+
+    auto choice = fit_to_device(in);
+    if (!choice) return choice.err();
+    plan.fitted = true;
+    plan.gpu = gpu;
+    plan.device_total = total;
+    plan.layers = choice->layers;
+    plan.layers_total = in.layers;
+    plan.cells = choice->cells;
+    plan.cells_wanted = in.cells;
+    plan.device_bytes = choice->device_bytes;
+    plan.host_bytes = choice->host_bytes;
+    plan.weights_bytes = choice->weights_bytes;
+    plan.context_bytes = choice->context_bytes;
+    plan.compute_bytes = choice->compute_bytes;
+    return plan;
+}
+
+}  // namespace rc::models

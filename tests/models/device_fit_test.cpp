@@ -1,0 +1,150 @@
+// fit_to_device, the tier-aware policy alone: weights on the device first, then the largest context
+// pool beside them, down to one request of --max-tokens; a set --ctx-size stays whole only without
+// tiers; a set --gpu-layers is kept or refused; every refusal names its numbers.
+#include <gtest/gtest.h>
+
+#include "models/device_fit.h"
+
+using namespace rc;
+using namespace rc::models;
+
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+
+// A 32-layer model: 4 GiB of weights, 128 KiB a cell (every layer), 256 MiB of compute.
+fit_inputs model_8b() {
+    fit_inputs in;
+    in.layers = 32;
+    in.weights = 4096 * MiB;
+    in.cell_bytes = 128 * 1024;
+    in.compute = 256 * MiB;
+    in.cells = 32768;  // 4 GiB of KV
+    in.floor_cells = 4096;
+    in.tiers = true;
+    return in;
+}
+
+}  // namespace
+
+TEST(device_fit, everything_whole_when_the_device_holds_it) {
+    auto in = model_8b();
+    in.available = 9000 * MiB;
+    auto c = fit_to_device(in);
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    EXPECT_EQ(c->layers, 32);
+    EXPECT_EQ(c->cells, 32768);
+    EXPECT_EQ(c->device_bytes, in.compute + in.weights + 32768ull * in.cell_bytes);
+    EXPECT_EQ(c->host_bytes, 0u);
+}
+
+TEST(device_fit, all_layers_with_a_smaller_pool_before_fewer_layers) {
+    auto in = model_8b();
+    in.available = 6000 * MiB;  // weights and compute leave 1648 MiB: 13184 cells
+    auto c = fit_to_device(in);
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    EXPECT_EQ(c->layers, 32) << "the tiers absorb the context; the layers stay";
+    EXPECT_EQ(c->cells % 256, 0);
+    EXPECT_LE(c->device_bytes, in.available);
+    EXPECT_GT(c->cells, 12800);
+    EXPECT_LT(c->cells, 32768);
+}
+
+TEST(device_fit, weights_that_do_not_fit_go_partly_to_system_memory) {
+    auto in = model_8b();
+    in.available = 3000 * MiB;
+    auto c = fit_to_device(in);
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    EXPECT_LT(c->layers, 32);
+    EXPECT_GT(c->layers, 0);
+    EXPECT_GE(c->cells, in.floor_cells);
+    EXPECT_LE(c->device_bytes, in.available);
+    EXPECT_GT(c->host_bytes, 0u);
+    auto one_more = footprint(in, c->layers + 1, in.floor_cells);
+    EXPECT_GT(one_more.device_bytes, in.available) << "as many layers as fit beside one request";
+}
+
+TEST(device_fit, a_set_context_without_tiers_stays_whole_and_moves_layers) {
+    auto in = model_8b();
+    in.available = 6000 * MiB;
+    in.tiers = false;
+    in.cells_set = true;
+    auto c = fit_to_device(in);
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    EXPECT_EQ(c->cells, 32768);
+    EXPECT_LT(c->layers, 32);
+    EXPECT_LE(c->device_bytes, in.available);
+
+    in.tiers = true;  // with tiers the same set value may shrink: the tiers hold the rest
+    auto tiered = fit_to_device(in);
+    ASSERT_TRUE(tiered.ok());
+    EXPECT_EQ(tiered->layers, 32);
+    EXPECT_LT(tiered->cells, 32768);
+}
+
+TEST(device_fit, the_default_context_shrinks_even_without_tiers) {
+    auto in = model_8b();
+    in.available = 6000 * MiB;
+    in.tiers = false;
+    auto c = fit_to_device(in);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->layers, 32);
+    EXPECT_LT(c->cells, 32768);
+}
+
+TEST(device_fit, a_set_gpu_layers_is_kept_or_refused_with_its_numbers) {
+    auto in = model_8b();
+    in.available = 6000 * MiB;
+    in.user_layers = 20;
+    auto kept = fit_to_device(in);
+    ASSERT_TRUE(kept.ok());
+    EXPECT_EQ(kept->layers, 20);
+    EXPECT_EQ(kept->cells, 32768) << "20 layers leave room for the whole pool";
+
+    in.available = 1000 * MiB;
+    auto refused = fit_to_device(in);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.err().code, errc::invalid_argument);
+    EXPECT_NE(refused.err().message.find("--gpu-layers 20"), std::string::npos) << refused.err().message;
+    EXPECT_NE(refused.err().message.find("1000.0 MiB"), std::string::npos) << refused.err().message;
+}
+
+TEST(device_fit, a_set_context_that_cannot_fit_is_refused_with_its_numbers) {
+    auto in = model_8b();
+    in.tiers = false;
+    in.cells_set = true;
+    in.cells = 1 << 20;  // 128 GiB of KV: not on the device, nor beside it
+    in.available = 6000 * MiB;
+    in.host_available = 16384 * MiB;
+    auto r = fit_to_device(in);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.err().message.find("--ctx-size 1048576"), std::string::npos) << r.err().message;
+    EXPECT_NE(r.err().message.find("does not fit"), std::string::npos) << r.err().message;
+}
+
+TEST(device_fit, not_even_one_request_says_so) {
+    auto in = model_8b();
+    in.available = 200 * MiB;  // less than the compute buffers
+    auto r = fit_to_device(in);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.err().message.find("one request of --max-tokens (4096"), std::string::npos) << r.err().message;
+}
+
+TEST(device_fit, what_stays_off_the_device_must_fit_in_system_memory) {
+    auto in = model_8b();
+    in.available = 1000 * MiB;
+    in.host_available = 1024 * MiB;  // most weights would land here, and they are 4 GiB
+    auto r = fit_to_device(in);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.err().message.find("system memory"), std::string::npos) << r.err().message;
+}
+
+TEST(device_fit, the_floor_never_exceeds_the_pool_wanted) {
+    auto in = model_8b();
+    in.cells = 2048;
+    in.floor_cells = 4096;
+    in.available = 9000 * MiB;
+    auto c = fit_to_device(in);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->cells, 2048);
+}
