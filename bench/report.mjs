@@ -77,6 +77,8 @@ const TARGETS = [
   { name: 'No reuse, ample pool: tiering on ≥ 0.97× tiering off (conversations/min)', scenario: 'conversations', metric: 'conv_per_min', op: '>=', threshold: 0.97, baseline: 'rustycage-tiering-off', variantFilter: (v) => v.startsWith('no-reuse') && pool('ample')(v) },
   { name: 'No reuse, tight pool: tiering on ≥ 0.97× tiering off (conversations/min)', scenario: 'conversations', metric: 'conv_per_min', op: '>=', threshold: 0.97, baseline: 'rustycage-tiering-off', variantFilter: (v) => v.startsWith('no-reuse') && pool('tight')(v) },
   { name: 'KV pressure: no request fails when four long generations share a pool that holds two', scenario: 'burst', metric: 'failed_requests', op: '<=', threshold: 0, absolute: true },
+  { name: 'Fit: no conversation fails on a device that holds a fraction of them', scenario: 'rotation', metric: 'failed_requests', op: '<=', threshold: 0, absolute: true },
+  { name: 'Fit: resume TTFT (mean) ≤ 1.0× llama-server with the whole context', scenario: 'rotation', metric: 'resume_ttft_mean_ms', op: '<=', threshold: 1.0 },
   { name: 'RSS ≤ 1.05× (tiering off)', scenario: 'rss', metric: 'rss_mib', op: '<=', threshold: 1.05, variantFilter: (v) => !v.startsWith('tiering') },
 ];
 
