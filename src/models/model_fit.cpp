@@ -28,7 +28,7 @@ bool any_gpu() {
 }  // namespace
 
 result<device_plan> plan_device(const model_entry & e, const engine::engine_options & eo, const llama::model_load_options & lo,
-                                const fit_settings & fs, uint64_t others_on_device, uint64_t host_available) {
+                                const fit_settings & fs, uint64_t others_on_device, uint64_t loading_on_device, uint64_t host_available) {
     device_plan plan;
     if (e.parts.size() > 1) return plan;
     if (fs.device_memory == 0 && !any_gpu()) return plan;  // nothing to fit to: no load to look at
@@ -83,9 +83,10 @@ result<device_plan> plan_device(const model_entry & e, const engine::engine_opti
 
     uint64_t total = fs.device_memory > 0 ? fs.device_memory : device_total;
     const uint64_t margin = fs.margin >= 0 ? static_cast<uint64_t>(fs.margin) : std::min(k_default_margin, total / 8);
-    // A real device's free memory already excludes other models; the cap counts them itself.
+    // A real device's free memory already excludes loaded models, not loads still under way; the cap
+    // counts them all itself.
     uint64_t room = fs.device_memory > 0 ? (fs.device_memory > others_on_device ? fs.device_memory - others_on_device : 0) : UINT64_MAX;
-    if (gpu) room = std::min(room, device_free);
+    if (gpu) room = std::min(room, device_free > loading_on_device ? device_free - loading_on_device : 0);
     in.available = room > margin ? room - margin : 0;
 
     auto choice = fit_to_device(in);

@@ -37,9 +37,10 @@ struct device_plan {
     bool whole() const { return layers >= layers_total && cells >= cells_wanted; }
 };
 
-// `others_on_device`: device bytes other loaded models hold (counted against --device-memory; a real
-// device's free memory already excludes them). Errors: invalid_argument naming the numbers.
+// `others_on_device`: device bytes other models hold or are about to (counted against
+// --device-memory); `loading_on_device`: the part of it whose loads have not allocated yet (a real
+// device's free memory excludes the rest already). Errors: invalid_argument naming the numbers.
 result<device_plan> plan_device(const model_entry & e, const engine::engine_options & eo, const llama::model_load_options & lo,
-                                const fit_settings & fs, uint64_t others_on_device, uint64_t host_available);
+                                const fit_settings & fs, uint64_t others_on_device, uint64_t loading_on_device, uint64_t host_available);
 
 }  // namespace rc::models

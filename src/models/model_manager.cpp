@@ -154,11 +154,13 @@ uint64_t model_manager::device_in_use() const {
 }
 
 result<device_plan> model_manager::fit_locked(lock_t & lock, const model_entry & entry) {
-    const uint64_t host = opts_.memory_budget > 0 ? opts_.memory_budget - std::min(opts_.memory_budget, used_locked()) : UINT64_MAX;
     for (;;) {
+        const uint64_t host = opts_.memory_budget > 0 ? opts_.memory_budget - std::min(opts_.memory_budget, used_locked()) : UINT64_MAX;
         const uint64_t others = device_used_locked();
+        uint64_t loading = 0;
+        for (const auto & [n, r] : loading_) loading += r.device;
         lock.unlock();
-        auto plan = plan_device(entry, engine_opts_, load_opts_, opts_.fit, others, host);
+        auto plan = plan_device(entry, engine_opts_, load_opts_, opts_.fit, others, loading, host);
         lock.lock();
         if (others == 0 || (plan && (!plan->fitted || plan->whole()))) return plan;
         // Idle models hold what this one needs: the least recently used goes (Ollama's way); a model

@@ -254,7 +254,7 @@ fit_settings capped(uint64_t cap, bool ctx_set = false) {
 TEST_F(manager_test, the_fit_shrinks_a_context_the_device_cannot_hold_when_tiers_hold_the_rest) {
     auto eo = engine_opts();
     eo.kv.host_budget = 64ull << 20;
-    auto whole = plan_device(catalog().find("demo").value(), eo, {}, capped(1ull << 40), 0, UINT64_MAX);
+    auto whole = plan_device(catalog().find("demo").value(), eo, {}, capped(1ull << 40), 0, 0, UINT64_MAX);
     ASSERT_TRUE(whole.ok()) << whole.err().message;
     ASSERT_TRUE(whole->fitted);
     ASSERT_TRUE(whole->whole());
@@ -275,7 +275,7 @@ TEST_F(manager_test, the_fit_shrinks_a_context_the_device_cannot_hold_when_tiers
 }
 
 TEST_F(manager_test, a_set_context_that_cannot_fit_without_tiers_is_refused_and_nothing_loads) {
-    auto whole = plan_device(catalog().find("demo").value(), engine_opts(), {}, capped(1ull << 40), 0, UINT64_MAX);
+    auto whole = plan_device(catalog().find("demo").value(), engine_opts(), {}, capped(1ull << 40), 0, 0, UINT64_MAX);
     ASSERT_TRUE(whole.ok() && whole->fitted);
     manager_options o;
     o.fit = capped(whole->device_bytes / 2, true);
@@ -291,7 +291,7 @@ TEST_F(manager_test, a_set_context_that_cannot_fit_without_tiers_is_refused_and_
 }
 
 TEST_F(manager_test, a_model_that_does_not_fit_beside_an_idle_one_unloads_it) {
-    auto whole = plan_device(catalog().find("demo").value(), engine_opts(), {}, capped(1ull << 40), 0, UINT64_MAX);
+    auto whole = plan_device(catalog().find("demo").value(), engine_opts(), {}, capped(1ull << 40), 0, 0, UINT64_MAX);
     ASSERT_TRUE(whole.ok() && whole->fitted);
     manager_options o;
     o.fit = capped(whole->device_bytes * 3 / 2, true);  // one whole model, not two
