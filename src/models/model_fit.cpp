@@ -27,6 +27,13 @@ bool any_gpu() {
 
 }  // namespace
 
+nlohmann::ordered_json device_plan::to_json() const {
+    return {{"device", device},           {"device_memory", device_total},   {"layers", layers},
+            {"layers_total", layers_total}, {"context_cells", cells},         {"cells_wanted", cells_wanted},
+            {"device_bytes", device_bytes}, {"weights_bytes", weights_bytes}, {"context_bytes", context_bytes},
+            {"compute_bytes", compute_bytes}, {"host_bytes", host_bytes}};
+}
+
 result<device_plan> plan_device(const model_entry & e, const engine::engine_options & eo, const llama::model_load_options & lo,
                                 const fit_settings & fs, uint64_t others_on_device, uint64_t loading_on_device, uint64_t host_available) {
     device_plan plan;

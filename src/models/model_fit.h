@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/engine.h"
 #include "llama/model.h"
 #include "models/device_fit.h"
@@ -35,6 +37,8 @@ struct device_plan {
     uint64_t device_bytes = 0, host_bytes = 0;
     uint64_t weights_bytes = 0, context_bytes = 0, compute_bytes = 0;  // device_bytes' parts
     bool whole() const { return layers >= layers_total && cells >= cells_wanted; }
+    // Every number, as /api/ps's `fit` and a load-failure incident carry it.
+    nlohmann::ordered_json to_json() const;
 };
 
 // `others_on_device`: device bytes other models hold or are about to (counted against

@@ -17,10 +17,7 @@ namespace {
 void record_load_failure(const local_catalog & catalog, const model_entry & entry, const error & failure, const device_plan & plan) {
     static const std::regex oom(R"(out of memory|failed to allocate|cannot allocate|\bOOM\b|insufficient memory)", std::regex::icase);
     nlohmann::ordered_json details = {{"error", failure.message}};
-    if (plan.fitted)
-        details["fit"] = {{"device", plan.device},     {"device_memory", plan.device_total}, {"layers", plan.layers},
-                          {"layers_total", plan.layers_total}, {"context_cells", plan.cells}, {"device_bytes", plan.device_bytes},
-                          {"host_bytes", plan.host_bytes}};
+    if (plan.fitted) details["fit"] = plan.to_json();
     if (!entry.digest.empty()) details["layers"] = nlohmann::ordered_json::array({entry.digest});
     auto r = store::incident_log::in_store(catalog.dir())
                  .record(std::regex_search(failure.message, oom) ? "out_of_memory" : "model_load_failed", entry.name, failure.message, details);

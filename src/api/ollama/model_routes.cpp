@@ -140,11 +140,7 @@ http_response ps(api_context & ctx) {
                           {"size_vram", vram},
                           {"context_length", r.n_ctx}});
         models.back()["kv_tiers"] = r.kv_tiers;
-        if (d.fitted)
-            models.back()["fit"] = {{"device", d.device},           {"device_memory", d.device_total}, {"layers", d.layers},
-                                    {"layers_total", d.layers_total}, {"context_cells", d.cells},        {"cells_wanted", d.cells_wanted},
-                                    {"device_bytes", d.device_bytes}, {"weights_bytes", d.weights_bytes}, {"context_bytes", d.context_bytes},
-                                    {"compute_bytes", d.compute_bytes}, {"host_bytes", d.host_bytes}};
+        if (d.fitted) models.back()["fit"] = d.to_json();
     }
     return json_response(json{{"models", models}});
 }
