@@ -5,11 +5,13 @@
 # an upgrade never overwrites. Idempotent: a second run with the same artifact changes nothing.
 # Never installs GPU drivers: it says what is missing. The same file ships in every release.
 #
-#   install.sh [--offline TARBALL | --dist DIR | --url BASE] [--version V] [--flavour auto|cpu|vulkan|cuda]
+#   install.sh [--offline TARBALL | --dist DIR | --url BASE] [--version V]
+#              [--flavour auto|cpu|vulkan|cuda|cuda11|cuda13]
 #              [--data-dir DIR] [--models auto|none|NAME...] [--fleet --etcd URL [--host-id ID]]
 #              [--trusted-keys PEM]
 #              [--no-start] [--stage] [--root DIR] [--yes]
 #   install.sh --uninstall [--purge] [--root DIR]
+#   install.sh --detect     what this host has and the flavour it would get, and why; changes nothing
 # --trusted-keys installs the lab's release public keys to /etc/rustycage/trusted-keys.pem (what the
 # fleet agent verifies rollout artifacts with) and makes this install check the artifact's .sig too.
 # --stage unpacks the version into /opt/rustycage/<version> and stops there (current, units and the
@@ -41,11 +43,13 @@ uninstall=false
 purge=false
 stage_only=false
 trusted_keys=""
+detect_only=false
+CPUINFO=${RUSTYCAGE_CPUINFO:-/proc/cpuinfo}   # tests point it at another CPU
 
 say() { echo "[$PROG] $*"; }
 warn() { echo "[$PROG] warning: $*" >&2; }
 die() { echo "[$PROG] error: $*" >&2; exit 1; }
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -54,7 +58,8 @@ while [ $# -gt 0 ]; do
         --dist) dist_dir=${2:?--dist needs a directory}; shift 2 ;;
         --url) url=${2:?--url needs a URL}; shift 2 ;;
         --version) version=${2:?--version needs a version}; shift 2 ;;
-        --flavour|--flavor) flavour=${2:?--flavour needs auto, cpu, vulkan or cuda}; shift 2 ;;
+        --flavour|--flavor) flavour=${2:?--flavour needs auto, cpu, vulkan, cuda, cuda11 or cuda13}; shift 2 ;;
+        --detect) detect_only=true; shift ;;
         --data-dir) data_dir=${2:?--data-dir needs a directory}; shift 2 ;;
         --models) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do models+=("$1"); shift; done
                   [ ${#models[@]} -gt 0 ] || die "--models needs auto, none or curated model names" ;;
@@ -74,7 +79,7 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$trusted_keys" ] || [ -f "$trusted_keys" ] || die "--trusted-keys $trusted_keys does not exist"
 
-case "$flavour" in auto|cpu|vulkan|cuda) ;; *) die "--flavour must be auto, cpu, vulkan or cuda" ;; esac
+case "$flavour" in auto|cpu|vulkan|cuda|cuda11|cuda13) ;; *) die "--flavour must be auto, cpu, vulkan, cuda, cuda11 or cuda13" ;; esac
 case "$data_dir" in /*) ;; *) die "--data-dir must be an absolute path" ;; esac
 [ "$fleet" = false ] || [ -n "$etcd" ] || die "--fleet needs --etcd URL"
 [ -z "$etcd" ] || [ "$fleet" = true ] || die "--etcd is for --fleet"
@@ -84,7 +89,7 @@ if [ -n "$root" ]; then
     root=$(cd "$root" && pwd)
     [ "$root" != / ] || root=""
 fi
-[ "$(id -u)" -eq 0 ] || die "run as root (sudo $0 …)"
+[ "$detect_only" = true ] || [ "$(id -u)" -eq 0 ] || die "run as root (sudo $0 …)"
 
 # Installed layout (docs/RELEASING.md): /opt/rustycage/<version>/{bin,lib,share,docs}, a `current`
 # link to the active version, /usr/local/bin links, /etc/rustycage/rustycage.env, the units.
@@ -155,6 +160,108 @@ host_glibc() {  # "2.31"; the target root's when --root holds a system
 }
 version_ge() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" = "$2" ]; }   # $1 >= $2
 
+# ---------------------------------------------------------------------------------------------
+# NVIDIA cards and the CUDA flavours
+# ---------------------------------------------------------------------------------------------
+# What each CUDA flavour is built with (scripts/build-cuda.sh's defaults; a test keeps the two equal),
+# newest first. The artifact's BUILDINFO has the last word: it is checked again once downloaded.
+CUDA_FLAVOURS=(cuda13 cuda11)
+cuda_driver_floor() { case $1 in cuda13) echo 580.65.06 ;; cuda11) echo 450.80.02 ;; esac; }
+cuda_architectures() {
+    case $1 in
+        cuda13) echo "75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual" ;;
+        cuda11) echo "50-virtual;61-real;70-real;75-real;86-real;86-virtual" ;;
+    esac
+}
+
+# Drivers before R510 cannot report a card's compute capability: it comes from the name then. First
+# match wins; GeForce names are matched with their brand, so a Quadro RTX 5000 is not an RTX 5090.
+CC_BY_NAME=(
+    'geforce rtx 50[0-9]0|rtx pro [0-9]+ blackwell' 12.0
+    '(^| )g?b(100|200)( |-|$)' 10.0
+    '(^| )g?h(100|200|800)( |-|$)' 9.0
+    'geforce rtx 40[0-9]0|(^| )l(4|20|40s?)( |-|$)|rtx [0-9]+ ada' 8.9
+    '(^| )a(100|800|30)( |-|$)' 8.0
+    'geforce rtx 30[0-9]0|rtx a[0-9]+|(^| )a(2|10g?|16|40)( |-|$)' 8.6
+    'titan rtx|quadro rtx|geforce rtx 20[0-9]0|gtx 16[0-9]0|(^| )t(4|400|600|1000|1200)( |-|$)' 7.5
+    'v100|titan v' 7.0
+    'p100' 6.0
+    'gtx 10[0-9]0|titan xp|titan x \(pascal\)|(^| )p(4|6|40)( |-|$)|quadro p[0-9]+|gt 1030' 6.1
+    'gtx 9[0-9]0|gtx titan x|(^| )m(4|6|40|60)( |-|$)|quadro m[0-9]+' 5.2
+    'gtx 75[0-9]|gtx 745|(^| )m10( |-|$)' 5.0
+    'k80' 3.7
+    'k20|k40|gtx 780|gtx titan' 3.5
+    'gtx 6[0-9]0|gtx 7[0-9]0|(^| )k10( |-|$)' 3.0
+)
+cc_from_name() {  # "NVIDIA GeForce GTX 1080" → 6.1, or "unknown"
+    local n=${1,,} i
+    for ((i = 0; i < ${#CC_BY_NAME[@]}; i += 2)); do
+        if [[ $n =~ ${CC_BY_NAME[i]} ]]; then echo "${CC_BY_NAME[i + 1]}"; return; fi
+    done
+    echo unknown
+}
+
+# NVIDIA_DRIVER and NVIDIA_GPUS ("6.1|NVIDIA GeForce GTX 1080", one per card) from nvidia-smi;
+# NVIDIA_GPU names a card even without a driver (lspci, vendor 10de).
+detect_nvidia() {
+    NVIDIA_DRIVER=""; NVIDIA_GPU=""; NVIDIA_GPUS=()
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        local out line drv cc name
+        out=$(nvidia-smi --query-gpu=driver_version,compute_cap,name --format=csv,noheader 2>/dev/null) \
+            || out=$(nvidia-smi --query-gpu=driver_version,name --format=csv,noheader 2>/dev/null | sed 's/,/, ?,/') \
+            || out=""
+        while IFS= read -r line; do
+            drv=$(echo "${line%%,*}" | tr -d ' ')
+            case "$drv" in [0-9]*.[0-9]*) ;; *) continue ;; esac
+            line=${line#*,}
+            cc=$(echo "${line%%,*}" | tr -d ' ')
+            name=$(echo "${line#*,}" | sed 's/^ *//; s/ *$//')
+            case "$cc" in [0-9]*.[0-9]*) ;; *) cc=$(cc_from_name "$name") ;; esac
+            NVIDIA_DRIVER=$drv
+            NVIDIA_GPUS+=("$cc|$name")
+        done <<<"$out"
+        [ ${#NVIDIA_GPUS[@]} -eq 0 ] || NVIDIA_GPU=${NVIDIA_GPUS[0]#*|}
+    fi
+    if [ -z "$NVIDIA_GPU" ] && command -v lspci >/dev/null 2>&1; then
+        NVIDIA_GPU=$(lspci -nn 2>/dev/null | grep -iE 'vga|3d|display' | grep -i '\[10de:' | head -1 | sed 's/^[^ ]* //' || true)
+    fi
+}
+
+# Whether an architecture list has code for compute capability $2: "NN-real" runs on NN and later
+# minor revisions of the same major, "NN-virtual" (PTX) on NN and every later card, "NN" is both.
+archs_cover() {  # "61-real;86-virtual", "8.6"
+    local cc=${2/./} a n
+    local IFS=';'
+    for a in $1; do
+        n=${a%%-*}
+        case "$a" in
+            *-real) [ $((n / 10)) -eq $((cc / 10)) ] && [ "$n" -le "$cc" ] && return 0 ;;
+            *) [ "$n" -le "$cc" ] && return 0 ;;
+        esac
+    done
+    return 1
+}
+
+# Whether a CUDA build (driver floor $1, architectures $2) runs on every NVIDIA GPU here; WHY_NOT says
+# why not, WHY why.
+cuda_fits() {
+    WHY_NOT=""; WHY=""
+    if ! version_ge "$NVIDIA_DRIVER" "$1"; then
+        WHY_NOT="needs NVIDIA driver $1 or newer, this host has $NVIDIA_DRIVER"; return 1
+    fi
+    local g cc ccs=""
+    for g in "${NVIDIA_GPUS[@]}"; do
+        cc=${g%%|*}
+        if [ "$cc" = unknown ]; then
+            warn "compute capability of ${g#*|} unknown (a driver before R510 cannot report it): assuming it runs"
+            continue
+        fi
+        archs_cover "$2" "$cc" || { WHY_NOT="has no code for ${g#*|} (compute capability $cc; built for ${2//;/ })"; return 1; }
+        case " $ccs " in *" $cc "*) ;; *) ccs="${ccs:+$ccs }$cc" ;; esac
+    done
+    WHY="driver $NVIDIA_DRIVER >= $1, code for every GPU (compute capability ${ccs:-unknown})"
+}
+
 detect_host() {
     local os="unknown"
     if [ -r "$root/etc/os-release" ]; then
@@ -172,17 +279,9 @@ detect_host() {
     HOST_GLIBC=$(host_glibc)
     [ -n "$HOST_GLIBC" ] || die "cannot tell the glibc version (getconf GNU_LIBC_VERSION)"
     HOST_AVX2=false; HOST_AVX512=false
-    grep -qw avx2 /proc/cpuinfo 2>/dev/null && HOST_AVX2=true
-    grep -qw avx512f /proc/cpuinfo 2>/dev/null && HOST_AVX512=true
-    # NVIDIA: the driver (nvidia-smi) or at least the card (lspci, vendor 10de).
-    NVIDIA_DRIVER=""; NVIDIA_GPU=""
-    if command -v nvidia-smi >/dev/null 2>&1; then
-        NVIDIA_DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
-        NVIDIA_GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
-    fi
-    if [ -z "$NVIDIA_GPU" ] && command -v lspci >/dev/null 2>&1; then
-        NVIDIA_GPU=$(lspci -nn 2>/dev/null | grep -iE 'vga|3d|display' | grep -i '\[10de:' | head -1 | sed 's/^[^ ]* //' || true)
-    fi
+    grep -qw avx2 "$CPUINFO" 2>/dev/null && HOST_AVX2=true
+    grep -qw avx512f "$CPUINFO" 2>/dev/null && HOST_AVX512=true
+    detect_nvidia
     # Vulkan: the loader and a driver for a real GPU. Mesa installs its ICD files whatever the
     # hardware, and lavapipe (Mesa's CPU device) does not count: vulkaninfo says what the devices are;
     # without it, a GPU on the PCI bus plus a non-lavapipe ICD file has to do.
@@ -202,29 +301,49 @@ detect_host() {
         done
     fi
     say "host: $os, glibc $HOST_GLIBC, CPU $( [ $HOST_AVX512 = true ] && echo AVX-512 || { [ $HOST_AVX2 = true ] && echo AVX2 || echo 'without AVX2'; } )"
-    [ -z "$NVIDIA_GPU" ] || say "NVIDIA GPU: $NVIDIA_GPU${NVIDIA_DRIVER:+, driver $NVIDIA_DRIVER}"
+    local g
+    for g in "${NVIDIA_GPUS[@]}"; do
+        say "NVIDIA GPU: ${g#*|}, compute capability ${g%%|*}${NVIDIA_DRIVER:+, driver $NVIDIA_DRIVER}"
+    done
+    [ ${#NVIDIA_GPUS[@]} -gt 0 ] || [ -z "$NVIDIA_GPU" ] || say "NVIDIA GPU: $NVIDIA_GPU (no driver)"
     [ -z "$VULKAN_GPU_ICD" ] || say "Vulkan: loader $( [ $VULKAN_LOADER = true ] && echo present || echo missing ), driver $VULKAN_GPU_ICD"
 }
 
-# The flavour to look for, with what is missing for a better one said out loud.
-pick_flavour() {
-    [ "$flavour" = auto ] || { echo "$flavour"; return; }
-    if [ -n "$NVIDIA_GPU" ]; then
-        if [ -z "$NVIDIA_DRIVER" ]; then
-            warn "NVIDIA GPU found but no working driver (nvidia-smi): install the NVIDIA driver (580 or newer for the CUDA 13 build; e.g. 'apt install nvidia-driver' on Debian with non-free, 'ubuntu-drivers install' on Ubuntu) and run this again. This script does not install drivers. Using another flavour for now."
-        elif [ "$HOST_AVX2" = false ]; then
-            warn "the CUDA build needs a CPU with AVX2; using the CPU build"
+# The flavours to try, best first (CANDIDATES; cpu always last), and why: the newest CUDA flavour
+# that runs on every NVIDIA GPU here, else Vulkan with a GPU driver, else CPU. What is missing for a
+# better one is said out loud. --flavour cuda picks among the CUDA flavours the same way.
+pick_flavours() {
+    CANDIDATES=(); PICK_WHY=""
+    case "$flavour" in
+        auto|cuda) ;;
+        *) CANDIDATES=("$flavour"); PICK_WHY="--flavour $flavour"; return ;;
+    esac
+    local f
+    if [ ${#NVIDIA_GPUS[@]} -gt 0 ]; then
+        if [ "$HOST_AVX2" = false ]; then
+            warn "the CUDA builds need a CPU with AVX2; not using them"
         else
-            echo cuda; return
+            for f in "${CUDA_FLAVOURS[@]}"; do
+                if cuda_fits "$(cuda_driver_floor "$f")" "$(cuda_architectures "$f")"; then
+                    CANDIDATES+=("$f"); [ -n "$PICK_WHY" ] || PICK_WHY="$f: $WHY"
+                else
+                    say "not $f: it $WHY_NOT"
+                fi
+            done
+            CANDIDATES+=(cuda)   # a release from before the two CUDA flavours: its BUILDINFO decides
+            [ ${#CANDIDATES[@]} -gt 1 ] || warn "no CUDA build runs on these GPUs with driver $NVIDIA_DRIVER (cuda11 needs $(cuda_driver_floor cuda11)+ and compute capability 5.0+, cuda13 $(cuda_driver_floor cuda13)+ and 7.5+): upgrade the driver (not done by this script)"
         fi
+    elif [ -n "$NVIDIA_GPU" ]; then
+        warn "NVIDIA GPU found ($NVIDIA_GPU) but no working driver (nvidia-smi): install the NVIDIA driver (450.80 or newer runs the cuda11 build, 580 or newer the cuda13 build; e.g. 'apt install nvidia-driver' on Debian with non-free, 'ubuntu-drivers install' on Ubuntu) and run this again. This script does not install drivers."
     fi
+    [ "$flavour" = auto ] || { [ ${#CANDIDATES[@]} -gt 0 ] || die "--flavour cuda: no CUDA build runs on this host"; return; }
     if [ -n "$VULKAN_GPU_ICD" ] && [ "$VULKAN_LOADER" = true ] && [ "$HOST_AVX2" = true ]; then
-        echo vulkan; return
+        CANDIDATES+=(vulkan); [ -n "$PICK_WHY" ] || PICK_WHY="vulkan: a Vulkan loader and a GPU driver ($VULKAN_GPU_ICD)${NVIDIA_GPU:+, no CUDA build for the NVIDIA GPU}"
     fi
     if [ -n "$OTHER_GPU" ] && [ -z "$VULKAN_GPU_ICD" -o "$VULKAN_LOADER" = false ]; then
         warn "GPU found ($OTHER_GPU) but no Vulkan driver: 'apt install libvulkan1 mesa-vulkan-drivers' enables the Vulkan build; not installed by this script"
     fi
-    echo cpu
+    CANDIDATES+=(cpu); [ -n "$PICK_WHY" ] || PICK_WHY="cpu: no GPU this release can use"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -330,32 +449,36 @@ unpack_artifact() {
     ART_FLAVOUR=$(sed -n 's/^flavour=//p' "$top/share/rustycage/BUILDINFO")
     ART_GLIBC=$(sed -n 's/^glibc_floor=//p' "$top/share/rustycage/BUILDINFO")
     ART_DRIVER=$(sed -n 's/^cuda_driver_floor=//p' "$top/share/rustycage/BUILDINFO")
+    ART_ARCHS=$(sed -n 's/^cuda_architectures=//p' "$top/share/rustycage/BUILDINFO")
 }
 
+# Fetches the first candidate offered that runs here: its BUILDINFO (glibc floor; for CUDA the driver
+# floor and architectures) is checked against the host before anything is installed.
 choose_and_fetch() {
-    local want
-    want=$(pick_flavour)
-    local tried=()
-    while :; do
+    if [ -n "$source_tarball" ]; then CANDIDATES=(given); PICK_WHY="the tarball given (--offline)"; else pick_flavours; fi
+    say "flavour: $PICK_WHY"
+    local want tried=()
+    for want in "${CANDIDATES[@]}"; do
         tried+=("$want")
-        if fetch_artifact "$want"; then
-            unpack_artifact
-            local ok=true
-            if [ -n "$ART_GLIBC" ] && ! version_ge "$HOST_GLIBC" "$ART_GLIBC"; then
-                warn "the $ART_FLAVOUR build needs glibc $ART_GLIBC, this host has $HOST_GLIBC"; ok=false
-            fi
-            if [ "$ART_FLAVOUR" = cuda ] && [ -n "$ART_DRIVER" ] && [ -n "$NVIDIA_DRIVER" ] && ! version_ge "$NVIDIA_DRIVER" "$ART_DRIVER"; then
-                warn "the CUDA build needs NVIDIA driver $ART_DRIVER or newer, this host has $NVIDIA_DRIVER: upgrade the driver (not done by this script)"; ok=false
-            fi
-            if [ $ok = true ]; then return 0; fi
-            [ -z "$source_tarball" ] && [ "$flavour" = auto ] || die "the artifact does not run on this host"
-        else
-            [ "$flavour" = auto ] || die "no $want artifact in this release"
-            say "no $want artifact in this release"
+        if ! fetch_artifact "$want"; then
+            [ "$flavour" = auto ] || [ "$flavour" = cuda ] || die "no $want artifact in this release"
+            [ "$want" = cuda ] || say "no $want artifact in this release"
+            continue
         fi
-        [ "$want" != cpu ] || die "no usable artifact for this host (tried: ${tried[*]})"
-        want=cpu
+        unpack_artifact
+        local ok=true
+        if [ -n "$ART_GLIBC" ] && ! version_ge "$HOST_GLIBC" "$ART_GLIBC"; then
+            warn "the $ART_FLAVOUR build needs glibc $ART_GLIBC, this host has $HOST_GLIBC"; ok=false
+        fi
+        case "$ART_FLAVOUR" in cuda*)
+            if [ -n "$NVIDIA_DRIVER" ] && [ -n "$ART_DRIVER" ] && ! cuda_fits "$ART_DRIVER" "${ART_ARCHS:-0-virtual}"; then
+                warn "the $ART_FLAVOUR build $WHY_NOT"; ok=false
+            fi ;;
+        esac
+        [ $ok = false ] || return 0
+        [ -z "$source_tarball" ] && { [ "$flavour" = auto ] || [ "$flavour" = cuda ]; } || die "the artifact does not run on this host"
     done
+    die "no usable artifact for this host (tried: ${tried[*]})"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -607,6 +730,14 @@ if [ "$uninstall" = true ]; then
 fi
 
 detect_host
+if [ "$detect_only" = true ]; then
+    for c in "${CUDA_FLAVOURS[@]}"; do say "$c runs with driver >= $(cuda_driver_floor "$c") on $(cuda_architectures "$c")"; done
+    pick_flavours
+    say "flavour: $PICK_WHY"
+    shown=(); for c in "${CANDIDATES[@]}"; do [ "$c" = cuda ] || shown+=("$c"); done   # cuda: older releases' name
+    say "would install: ${shown[0]}${shown[1]:+ (then, if this release lacks it or it does not run: ${shown[*]:1})}"
+    exit 0
+fi
 choose_and_fetch
 say "artifact: $(basename "$ARTIFACT") (rustycage $ART_VERSION, $ART_FLAVOUR${ART_GLIBC:+, glibc >= $ART_GLIBC})"
 ensure_runtime_libs

@@ -25,7 +25,7 @@
 # Then the patches in scripts/llama-patches/ are applied (README there says why each exists); a
 # checkout of $RUSTYCAGE_LLAMA_SRC must carry them already or take them cleanly.
 # Cache: ${RUSTYCAGE_CACHE:-~/.cache/rustycage}/llama/{src-<commit>, build-<commit12>-<flavour>}
-# (cuda: build-<commit12>-cuda-<hash of the architectures>).
+# (cuda: build-<commit12>-cuda-<hash of the architectures and the nvcc release>).
 set -euo pipefail
 
 LLAMA_COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
@@ -157,7 +157,7 @@ flavour_flags() {
 
 build_dir_name() {  # flavour
     case "$1" in
-        cuda) echo "build-${LLAMA_COMMIT:0:12}-cuda-$(cuda_architectures | sha256sum | cut -c1-8)" ;;
+        cuda) echo "build-${LLAMA_COMMIT:0:12}-cuda-$( { cuda_architectures; nvcc --version 2>/dev/null | tail -1; } | sha256sum | cut -c1-8)" ;;
         *) echo "build-${LLAMA_COMMIT:0:12}-$1" ;;
     esac
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs one build of Rustycage into a release tarball:
 #
-#   scripts/release-package.sh --build DIR --flavour cpu|vulkan|cuda --out DIR
+#   scripts/release-package.sh --build DIR --flavour cpu|vulkan|cuda|cuda11|cuda13 --out DIR
 #                              [--version V] [--sysroot DIR] [--lib-path DIR]... [--fast] [--dev]
 #
 # Layout of rustycage-V-linux-x86_64-FLAVOUR.tar.gz (one top directory of the same name):
@@ -33,13 +33,19 @@ while [ $# -gt 0 ]; do
         --lib-path) lib_paths+=("$2"); shift 2 ;;
         --fast) fast=true; shift ;;
         --dev) dev=true; shift ;;
-        *) echo "usage: $0 --build DIR --flavour cpu|vulkan|cuda --out DIR [--version V] [--sysroot DIR] [--lib-path DIR]... [--fast] [--dev]" >&2; exit 2 ;;
+        *) echo "usage: $0 --build DIR --flavour cpu|vulkan|cuda|cuda11|cuda13 --out DIR [--version V] [--sysroot DIR] [--lib-path DIR]... [--fast] [--dev]" >&2; exit 2 ;;
     esac
 done
 die() { echo "[release-package] error: $*" >&2; exit 1; }
 [ -n "$build" ] && [ -n "$out" ] || die "--build and --out are required"
-case "$flavour" in cpu|vulkan|cuda) ;; *) die "--flavour must be cpu, vulkan or cuda" ;; esac
+case "$flavour" in cpu|vulkan|cuda|cuda11|cuda13) ;; *) die "--flavour must be cpu, vulkan, cuda11 or cuda13 (cuda: the build's own)" ;; esac
 [ -x "$build/bin/rustycage" ] || die "$build/bin/rustycage does not exist: build first"
+if [ "$flavour" = cuda ]; then
+    # The toolkit decides the CUDA flavour (scripts/build-cuda.sh): the build's llama.cpp records it.
+    cuda_env="$sysroot$(dirname "$(readlink "$build/lib/libllama.so" 2>/dev/null || echo /nonexistent/x)")/../cuda-build.env"
+    flavour=$(sed -n 's/^cuda_flavour=//p' "$cuda_env" 2>/dev/null)
+    case "$flavour" in cuda11|cuda13) ;; *) die "--flavour cuda: $cuda_env names no release flavour (cuda11, cuda13): '${flavour}'" ;; esac
+fi
 version=${version:-$(head -1 VERSION)}
 name="rustycage-$version-linux-x86_64-$flavour"
 mkdir -p "$out"
