@@ -39,7 +39,11 @@ void add_engine_flags(CLI::App & cmd, engine_flags & f) {
                    "step cost model calibrated at load; bounds their token gaps (0: off)")
         ->envname("RUSTYCAGE_MAX_STEP_MS")->check(CLI::Range(0.0, 60000.0))->capture_default_str();
     cmd.add_option("--gpu-layers", f.n_gpu_layers, "Layers to offload to a GPU backend (-1: all)")->envname("RUSTYCAGE_GPU_LAYERS")->capture_default_str();
-    cmd.add_flag("--flash-attn", f.engine.flash_attn, "Use flash attention")->envname("RUSTYCAGE_FLASH_ATTN");
+    f.engine.flash_attn_auto = true;
+    cmd.add_flag("--flash-attn", f.engine.flash_attn,
+                 "Use flash attention (--flash-attn=false: never; default: on when a model's layers run on a GPU, off on the CPU)")
+        ->each([&f](const std::string &) { f.engine.flash_attn_auto = false; })
+        ->envname("RUSTYCAGE_FLASH_ATTN");
     cmd.add_option_function<std::string>(
            "--kv-type",
            [&f](const std::string & v) {

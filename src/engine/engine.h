@@ -43,6 +43,9 @@ struct engine_options {
     int compute_nice = 5;       // the engine's compute threads run this much nicer (llama/compute_thread.h); 0: as the process
     int max_queue = 256;        // waiting requests before submit() answers `unavailable`
     bool flash_attn = false;
+    // --flash-attn not given: the model manager turns it on when the layers run on a GPU device
+    // (models/model_fit.h: flash_attn_for), off on the CPU.
+    bool flash_attn_auto = false;
     ggml_type kv_type = GGML_TYPE_F16;  // KV cache cell type: F16, F32, or Q8_0 (needs flash_attn)
     kv::kv_options kv;          // prefix reuse in the context and the host / disk tiers below it
     // Where the step cost model is remembered across loads (engine/step_cost_cache.h); empty: learned

@@ -113,4 +113,9 @@ result<device_plan> plan_device(const model_entry & e, const engine::engine_opti
     return plan;
 }
 
+bool flash_attn_for(const engine::engine_options & eo, const device_plan & plan) {
+    if (!eo.flash_attn_auto) return eo.flash_attn;
+    return plan.fitted && plan.gpu && plan.layers > 0;
+}
+
 }  // namespace rc::models

@@ -47,4 +47,10 @@ struct device_plan {
 result<device_plan> plan_device(const model_entry & e, const engine::engine_options & eo, const llama::model_load_options & lo,
                                 const fit_settings & fs, uint64_t others_on_device, uint64_t loading_on_device, uint64_t host_available);
 
+// Flash attention for a load: as set by --flash-attn, else on when the plan puts layers on a GPU
+// device (llama-server's -fa auto turns it on there too) and off on the CPU, where it measured slower.
+// Without it, ggml's Vulkan backend on Mesa's lavapipe crashed on a 1,000-token prompt into a
+// 13,000-cell pool or larger (llama-server -fa off as well; docs/MODELS.md).
+bool flash_attn_for(const engine::engine_options & eo, const device_plan & plan);
+
 }  // namespace rc::models

@@ -1,9 +1,11 @@
 // fit_to_device, the tier-aware policy alone: weights on the device first, then the largest context
 // pool beside them, down to one request of --max-tokens; a set --ctx-size stays whole only without
-// tiers; a set --gpu-layers is kept or refused; every refusal names its numbers.
+// tiers; a set --gpu-layers is kept or refused; every refusal names its numbers. And flash attention
+// by the plan (model_fit.h).
 #include <gtest/gtest.h>
 
 #include "models/device_fit.h"
+#include "models/model_fit.h"
 
 using namespace rc;
 using namespace rc::models;
@@ -147,4 +149,27 @@ TEST(device_fit, the_floor_never_exceeds_the_pool_wanted) {
     auto c = fit_to_device(in);
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c->cells, 2048);
+}
+
+// Flash attention follows the plan unless --flash-attn was given: on with layers on a GPU device, off
+// on the CPU (the host standing in for a device included) and for a plan with no layers offloaded.
+TEST(device_fit, flash_attention_on_for_gpu_layers_unless_set) {
+    engine::engine_options eo;
+    eo.flash_attn_auto = true;
+    device_plan gpu;
+    gpu.fitted = true;
+    gpu.gpu = true;
+    gpu.layers = 16;
+    device_plan host = gpu;
+    host.gpu = false;
+    device_plan none = gpu;
+    none.layers = 0;
+    EXPECT_TRUE(flash_attn_for(eo, gpu));
+    EXPECT_FALSE(flash_attn_for(eo, host));
+    EXPECT_FALSE(flash_attn_for(eo, none));
+    EXPECT_FALSE(flash_attn_for(eo, device_plan{}));
+    eo.flash_attn_auto = false;  // --flash-attn=false
+    EXPECT_FALSE(flash_attn_for(eo, gpu));
+    eo.flash_attn = true;  // --flash-attn
+    EXPECT_TRUE(flash_attn_for(eo, host));
 }

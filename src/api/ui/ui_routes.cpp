@@ -108,7 +108,7 @@ json server_facts(const api_context & ctx) {
                         {"max_queue", eo.max_queue},
                         {"threads", eo.n_threads},
                         {"kv_type", eo.kv_type == GGML_TYPE_F32 ? "f32" : eo.kv_type == GGML_TYPE_Q8_0 ? "q8_0" : "f16"},
-                        {"flash_attn", eo.flash_attn}}},
+                        {"flash_attn", eo.flash_attn_auto ? json("auto") : json(eo.flash_attn)}}},
             {"kv", {{"block_size", kv.block_size},
                     {"cached_sequences", kv.cached_sequences},
                     {"host_budget_bytes", kv.host_budget},

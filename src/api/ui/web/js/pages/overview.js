@@ -146,7 +146,7 @@ function renderSettings(dl, note, c) {
     ['Context size', `${formatNumber(e.ctx_size)} cells per model (--ctx-size)`],
     ['Parallel sequences', `${formatNumber(e.parallel)} (--parallel)`],
     ['Queue limit', `${formatNumber(e.max_queue)} waiting requests per model (--max-queue)`],
-    ['KV cell type', `${e.kv_type}${e.flash_attn ? ', flash attention' : ''}`],
+    ['KV cell type', `${e.kv_type}${e.flash_attn === 'auto' ? ', flash attention on GPU layers' : e.flash_attn ? ', flash attention' : ''}`],
     ['KV block size', `${formatNumber(k.block_size)} tokens`],
     ['Idle conversations kept', `${formatNumber(k.cached_sequences)} per model (--kv-cached-sequences)`],
     ['Host RAM tier', k.host_budget_bytes > 0 ? `${formatBytes(k.host_budget_bytes)} budget per model` : 'off'],
