@@ -9,8 +9,10 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 #include "http/connection_pool.h"
 #include "http/http_connection.h"
@@ -27,13 +29,39 @@ class guarded_server final : public httplib::Server {
   public:
     explicit guarded_server(const http_server_options & o) : o_(o) {}
 
+    // A drain: connections from now on are answered 503, idle ones close, and the requests already
+    // taken run to their end (httplib's own stop would skip the body of a streamed response not yet
+    // started: it stops calling content providers once its socket is gone).
+    void begin_drain() {
+        std::lock_guard lock(drain_mu_);
+        draining_ = true;
+    }
+    void wait_drained() {
+        std::unique_lock lock(drain_mu_);
+        drained_.wait(lock, [this] { return serving_ == 0; });
+    }
+
   private:
     bool process_and_close_socket(socket_t sock) override;
     // Answers `status` (with the API's error body for the request line seen, if any) and closes.
     void refuse(detail::connection_stream & strm, int status);
+    bool enter() {  // false once draining: the connection is refused
+        std::lock_guard lock(drain_mu_);
+        if (draining_) return false;
+        ++serving_;
+        return true;
+    }
+    void leave() {
+        std::lock_guard lock(drain_mu_);
+        if (--serving_ == 0) drained_.notify_all();
+    }
 
     const http_server_options & o_;
     std::atomic<int> open_{0};
+    std::mutex drain_mu_;
+    std::condition_variable drained_;
+    std::atomic<bool> draining_{false};
+    int serving_ = 0;  // connections that may still serve a request
 };
 
 }  // namespace
@@ -147,13 +175,17 @@ bool guarded_server::process_and_close_socket(socket_t sock) {
         ~counted() { --n; }
     } slot(open_);
     detail::connection_stream strm(sock, o_.read_timeout, o_.write_timeout);
-    auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
-    if (slot.now > o_.max_connections) {
+    auto stopping = [this] { return draining_.load() || svr_sock_ == INVALID_SOCKET; };
+    if (slot.now > o_.max_connections || !enter()) {
         // Wait briefly for the request line so the 503 can speak the client's dialect.
         strm.read_header(std::chrono::steady_clock::now() + std::min(o_.header_timeout, std::chrono::milliseconds(1000)), o_.max_header_bytes, stopping);
         refuse(strm, 503);
         return true;
     }
+    struct leaving {
+        guarded_server & s;
+        ~leaving() { s.leave(); }
+    } on_leave{*this};
     std::string remote_addr, local_addr;
     int remote_port = 0, local_port = 0;
     strm.get_remote_ip_and_port(remote_addr, remote_port);
@@ -370,7 +402,11 @@ void http_server::serve() { impl_->server.listen_after_bind(); }
 
 void http_server::wait_until_serving() { impl_->server.wait_until_ready(); }
 
+void http_server::begin_drain() { impl_->server.begin_drain(); }
+
 void http_server::stop() {
+    impl_->server.begin_drain();
+    impl_->server.wait_drained();
     if (impl_->server.is_running()) impl_->server.stop();
 }
 

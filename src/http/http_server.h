@@ -104,6 +104,11 @@ class http_server {
     void serve();
     // Blocks until serve() accepts connections (call from another thread after starting serve()).
     void wait_until_serving();
+    // Stops taking requests: a connection from now on is answered 503 (Retry-After) and closed, an
+    // idle keep-alive connection closes, a request already read or waiting in its socket is served.
+    void begin_drain();
+    // A drain, then waits for every request taken to end (a stream: its last chunk), then stops.
+    // Streams that never end by themselves must watch for the shutdown (api_context::stopping).
     void stop();
 
   private:

@@ -110,6 +110,7 @@ status listeners::start(const std::string & host, const std::vector<int> & ports
 }
 
 void listeners::stop() {
+    for (auto & s : servers_) s->begin_drain();  // every port at once: none takes new requests while another drains
     for (auto & s : servers_) s->stop();
     for (auto & t : threads_)
         if (t.joinable()) t.join();

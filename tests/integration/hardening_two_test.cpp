@@ -392,7 +392,9 @@ TEST(hardening_two_shutdown, requests_waiting_at_a_shutdown_finish_when_the_drai
         std::string in = c->read_until([](const std::string & got) { return got.find("\r\n0\r\n\r\n") != std::string::npos; }, 120s);
         EXPECT_NE(in.find("HTTP/1.1 200"), std::string::npos) << in.substr(0, 300);
         EXPECT_EQ(in.find("shutting down"), std::string::npos) << in.substr(in.size() > 600 ? in.size() - 600 : 0);
-        finished += in.find("data: [DONE]") != std::string::npos ? 1 : 0;
+        const bool done = in.find("data: [DONE]") != std::string::npos;
+        EXPECT_TRUE(done) << "ended without [DONE]: " << in.size() << " bytes, the last: " << in.substr(in.size() > 400 ? in.size() - 400 : 0);
+        finished += done ? 1 : 0;
     }
     stopper.join();
     EXPECT_EQ(finished, 4) << "every waiting request ran to its end";
