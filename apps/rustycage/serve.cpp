@@ -20,6 +20,7 @@
 #include "build_info.h"
 #include "commands.h"
 #include "serve_preload.h"
+#include "kv/kv_events.h"
 #include "models/model_manager.h"
 #include "util/byte_size.h"
 #include "util/log.h"
@@ -176,6 +177,7 @@ int serve(serve_flags & f) {
         return 2;
     }
     mopts.default_keep_alive = ka->count() < 0 ? std::chrono::nanoseconds::max() : *ka;
+    f.eng.engine.kv.events = std::make_shared<kv::kv_event_log>();  // GET /v1/kv/events (the fleet gateway's block index)
     models::model_manager manager(models::local_catalog(f.eng.models_dir), f.eng.engine, load, mopts);
     auto preloads = plan_preloads(f.preload, manager);
     if (!preloads) {

@@ -53,6 +53,8 @@ struct api_context {
     // Set when a shutdown's grace period is over: every generation still running ends at its next
     // client check with a 503 error (a stream: its error event, then its end), not a cut connection.
     std::shared_ptr<std::atomic<bool>> ending = std::make_shared<std::atomic<bool>>(false);
+    // Set when the server starts to stop: streams that never end by themselves (KV events) end.
+    std::shared_ptr<std::atomic<bool>> stopping = std::make_shared<std::atomic<bool>>(false);
     std::shared_ptr<startup_gate> startup = std::make_shared<startup_gate>();
 };
 

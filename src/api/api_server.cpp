@@ -7,6 +7,7 @@
 #include "http/server_shell.h"
 #include "api/health_routes.h"
 #include "http/json_fields.h"
+#include "api/kv_events_route.h"
 #include "api/kv_lookup_route.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_routes.h"
@@ -50,6 +51,7 @@ std::vector<route> all_routes(api_context & ctx, const ui::fleet_source & fleet)
     for (auto & r : metrics_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : server_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : kv_lookup_routes(ctx)) routes.push_back(std::move(r));
+    for (auto & r : kv_events_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : openai::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ollama::all_routes(ctx)) routes.push_back(std::move(r));
     for (auto & r : ui::ui_routes(ctx, fleet)) routes.push_back(std::move(r));
@@ -78,6 +80,9 @@ status api_server::start(const listen_options & listen) {
 
 void api_server::end_requests() { ctx_.ending->store(true); }
 
-void api_server::stop() { listeners_.stop(); }
+void api_server::stop() {
+    ctx_.stopping->store(true);
+    listeners_.stop();
+}
 
 }  // namespace rc::api

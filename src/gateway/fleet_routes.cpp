@@ -133,7 +133,11 @@ std::vector<http::route> fleet_routes(gateway_context & g) {
                  }});
     r.push_back({"GET", "/api/ps", [&g](const http::http_request & req) { return json_response(200, {{"models", union_of(g, req, "/api/ps", "models", "name", nullptr)}}); }});
     r.push_back({"GET", "/v1/gateway/hosts", [&g](const http::http_request &) {
-                     return json_response(200, {{"policy", policy_name(g.opts.policy)}, {"synced", g.hosts.synced()}, {"hosts", g.hosts.to_json()}});
+                     return json_response(200, {{"policy", policy_name(g.opts.policy)},
+                                                 {"synced", g.hosts.synced()},
+                                                 {"hosts", g.hosts.to_json()},
+                                                 {"kv_events", g.kv_feed.to_json()},
+                                                 {"block_index", {{"blocks", g.blocks.blocks()}, {"bytes", g.blocks.bytes()}}}});
                  }});
 
     r.push_back({"GET", "/v1/health/live", [](const http::http_request &) {

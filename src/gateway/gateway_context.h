@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "http/http_server.h"
+#include "gateway/block_index.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/host_table.h"
+#include "gateway/kv_event_feed.h"
 #include "gateway/prefix_index.h"
 #include "gateway/route_planner.h"
 
@@ -33,12 +35,15 @@ struct gateway_options {
 };
 
 struct gateway_context {
-    gateway_context(gateway_options o, host_table & h, gateway_metrics & m) : opts(std::move(o)), hosts(h), metrics(m) {}
+    gateway_context(gateway_options o, host_table & h, gateway_metrics & m)
+        : opts(std::move(o)), hosts(h), metrics(m), kv_feed(blocks, kv_feed_options{opts.host_api_key}) {}
 
     gateway_options opts;
     host_table & hosts;
     gateway_metrics & metrics;
     prefix_index index;
+    block_index blocks;      // which host holds which KV block, from the hosts' KV events
+    kv_event_feed kv_feed;   // keeps `blocks` fed (one stream per routable host)
     std::atomic<uint64_t> turn{0};  // round-robin position
     std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
 };

@@ -43,6 +43,14 @@ status gateway_server::start(const gateway_listen & listen) {
     ollama_port_ = listeners_.port(1);
     watch_ = std::thread([this] { hosts_.run([this] { return stopping_.load(); }); });
     prober_ = std::thread([this] { hosts_.run_probes([this] { return stopping_.load(); }, std::chrono::milliseconds(500), std::chrono::milliseconds(1000)); });
+    // The KV event streams follow the routable hosts (kv_event_feed.h).
+    feeder_ = std::thread([this] {
+        while (!stopping_) {
+            ctx_->kv_feed.follow(hosts_.hosts());
+            std::unique_lock lock(feeder_mu_);
+            feeder_cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_.load(); });
+        }
+    });
     rc::log::info("gateway", "listening", {{"host", listen.host}, {"openai_port", openai_port_}, {"ollama_port", ollama_port_},
                                            {"policy", policy_name(ctx_->opts.policy)}});
     return {};
@@ -53,6 +61,12 @@ void gateway_server::stop() {
     listeners_.stop();
     if (watch_.joinable()) watch_.join();
     if (prober_.joinable()) prober_.join();
+    {
+        std::lock_guard lock(feeder_mu_);
+        feeder_cv_.notify_all();
+    }
+    if (feeder_.joinable()) feeder_.join();
+    ctx_->kv_feed.stop();
 }
 
 }  // namespace rc::gateway

@@ -10,6 +10,8 @@
 // Contract: start() binds both ports (errors: io) and starts the fleet watch; stop() (also the
 // destructor) ends both. Any thread may call stop().
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -49,6 +51,9 @@ class gateway_server {
     http::listeners listeners_;
     std::thread watch_;
     std::thread prober_;  // hosts whose lease lapsed: does their server still answer?
+    std::thread feeder_;  // starts and stops the hosts' KV event streams
+    std::mutex feeder_mu_;
+    std::condition_variable feeder_cv_;
     std::atomic<bool> stopping_{false};
     int openai_port_ = -1, ollama_port_ = -1;
 };

@@ -201,6 +201,7 @@ std::vector<block_key> disk_store::pick_victims(size_t incoming) {
         deleting_bytes_ += victim.bytes;
         victims.push_back(victim.key);
         index_.erase(victim.key);
+        changed(false, victim.key);
         lru_.pop_back();
     }
     return victims;
@@ -224,6 +225,7 @@ bool disk_store::delete_victims(const std::vector<block_key> & victims) {
         all = false;
         lru_.push_back({key, bytes});
         index_[key] = std::prev(lru_.end());
+        changed(true, key);
         rc::log::warn("kv", "disk_block_undeletable", {{"key", key.hex().substr(0, 16)}, {"error", ec.message()}});
     }
     return all;
@@ -296,6 +298,7 @@ status disk_store::write(const block_key & key, const block_blob & blob) {
     writing_.erase(key);
     lru_.push_front({key, total});
     index_[key] = lru_.begin();
+    changed(true, key);
     return {};
 }
 
@@ -308,6 +311,7 @@ void disk_store::drop(const block_key & key, std::atomic<uint64_t> & counter) {
         bytes = it->second->bytes;
         lru_.erase(it->second);
         index_.erase(it);
+        changed(false, key);
         deleting_.emplace(key, bytes);
         deleting_bytes_ += bytes;
     }
@@ -396,6 +400,11 @@ size_t disk_store::bytes_used() const {
 size_t disk_store::largest_payload() const {
     std::lock_guard lock(mutex_);
     return largest_payload_;
+}
+
+void disk_store::each_key(const std::function<void(const block_key &)> & f) const {
+    std::lock_guard lock(mutex_);
+    for (const auto & e : lru_) f(e.key);
 }
 
 size_t disk_store::count() const {

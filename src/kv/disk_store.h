@@ -54,6 +54,12 @@ class disk_store {
     // Hints that these blocks will be read soon (the kernel starts reading them).
     void will_read(const std::vector<block_key> & keys) const;
 
+    // Told of every block that enters (true) or leaves (false) the index, under the store's lock, in
+    // the order of the changes (KV events). Set before the store is shared.
+    using change_fn = std::function<void(bool entered, const block_key &)>;
+    void on_change(change_fn f) { on_change_ = std::move(f); }
+    void each_key(const std::function<void(const block_key &)> & f) const;  // under the lock: f must not call back
+
     bool contains(const block_key & key) const;
     size_t bytes_used() const;
     size_t budget() const { return budget_; }
@@ -87,6 +93,10 @@ class disk_store {
     size_t budget_;
     digest256 identity_;
     remove_fn remove_;
+    change_fn on_change_;
+    void changed(bool entered, const block_key & k) const {
+        if (on_change_) on_change_(entered, k);
+    }
     mutable std::mutex mutex_;
     std::list<file_entry> lru_;  // front: most recent
     std::unordered_map<block_key, std::list<file_entry>::iterator, block_key_hash> index_;

@@ -18,12 +18,14 @@ std::vector<host_store::entry> host_store::put(const block_key & key, blob_ptr b
         auto & victim = lru_.back();
         used_ -= victim.second->bytes.size();
         index_.erase(victim.first);
+        changed(false, victim.first);
         evicted.push_back(std::move(victim));
         lru_.pop_back();
     }
     lru_.emplace_front(key, std::move(blob));
     index_[key] = lru_.begin();
     used_ += size;
+    changed(true, key);
     return evicted;
 }
 
@@ -47,12 +49,18 @@ bool host_store::erase(const block_key & key) {
     used_ -= it->second->second->bytes.size();
     lru_.erase(it->second);
     index_.erase(it);
+    changed(false, key);
     return true;
 }
 
 size_t host_store::bytes_used() const {
     std::lock_guard lock(mutex_);
     return used_;
+}
+
+void host_store::each_key(const std::function<void(const block_key &)> & f) const {
+    std::lock_guard lock(mutex_);
+    for (const auto & e : lru_) f(e.first);
 }
 
 size_t host_store::count() const {

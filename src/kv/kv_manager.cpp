@@ -24,7 +24,23 @@ result<std::unique_ptr<kv_manager>> kv_manager::open(const kv_options & opts, co
         // After a restart the first restore comes from disk: its read buffers are ready before it.
         m->io_->submit([pool = m->read_buffers_, n = m->disk_->largest_payload()] { pool->reserve(k_blocks_in_flight + 1, n); });
     }
+    if (opts.events) m->publish_events();
     return m;
+}
+
+void kv_manager::publish_events() {
+    auto snapshot = [this](const std::function<void(tier_name, uint64_t)> & emit) {
+        if (host_) host_->each_key([&](const block_key & k) { emit(tier_name::host, event_key(k)); });
+        if (disk_) disk_->each_key([&](const block_key & k) { emit(tier_name::disk, event_key(k)); });
+    };
+    event_source_ = opts_.events->add_source(opts_.model, opts_.block_size, to_hex(id_.digest()), snapshot);
+    auto sink = [log = opts_.events.get(), source = event_source_](tier_name tier) {
+        return [log, source, tier](bool entered, const block_key & k) {
+            log->append(source, entered ? kv_event::kind::added : kv_event::kind::removed, tier, k);
+        };
+    };
+    if (host_) host_->on_change(sink(tier_name::host));
+    if (disk_) disk_->on_change(sink(tier_name::disk));
 }
 
 kv_manager::~kv_manager() {
@@ -33,6 +49,7 @@ kv_manager::~kv_manager() {
         link_->manager = nullptr;
     }
     io_.reset();  // drains pending write-backs before the stores go away
+    if (opts_.events) opts_.events->remove_source(event_source_);  // after the last change it tells of
 }
 
 std::optional<tier_name> kv_manager::where(const block_key & key) const {

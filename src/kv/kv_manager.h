@@ -16,6 +16,7 @@
 #include "kv/blob_pool.h"
 #include "kv/block_key.h"
 #include "kv/disk_store.h"
+#include "kv/kv_events.h"
 #include "kv/host_store.h"
 #include "kv/io_pool.h"
 #include "kv/kv_stats.h"
@@ -31,6 +32,9 @@ struct kv_options {
     bool write_through = false;          // true: a finished request is reported only once its blocks are on disk
     int cached_sequences = 8;            // idle conversations kept in the context (T0)
     int io_threads = 1;
+    // The server's KV event log (kv_events.h): the tiers' blocks are a source in it, named `model`.
+    std::shared_ptr<kv_event_log> events;
+    std::string model;
 };
 
 // Where a block is below the context. The planner asks through this interface (tests give it a fake).
@@ -110,6 +114,7 @@ class kv_manager : public block_index {
 
   private:
     struct disk_promotion;
+    void publish_events();  // makes the tiers a source of opts_.events
     // Lets a block released after the manager is gone ask for nothing (see released()).
     struct io_link {
         std::mutex mutex;
@@ -137,6 +142,7 @@ class kv_manager : public block_index {
     std::mutex writing_mutex_;
     std::unordered_map<block_key, std::vector<std::shared_ptr<write_group>>, block_key_hash> writing_;
     std::shared_ptr<io_link> link_;
+    uint32_t event_source_ = 0;  // in opts_.events
 };
 
 }  // namespace rc::kv

@@ -268,6 +268,7 @@ result<model_lease> model_manager::acquire(const model_entry & entry) {
         lo.n_gpu_layers = plan->layers >= plan->layers_total ? -1 : plan->layers;
     }
     eo.flash_attn = flash_attn_for(eo, plan.value());
+    eo.kv.model = name;  // its blocks' source in the KV event log
     // The budget is system memory: a model fitted to a GPU counts what stays off the device; one
     // fitted to --device-memory on the host counts all of llama.cpp's measure.
     const uint64_t need = !plan->fitted ? estimate_memory(entry, eo).total() : plan->gpu ? plan->host_bytes : plan->device_bytes + plan->host_bytes;

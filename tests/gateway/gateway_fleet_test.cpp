@@ -339,3 +339,54 @@ TEST_F(gateway_fleet, a_host_record_not_written_by_an_agent_never_receives_a_req
     trap.stop();
     serving.join();
 }
+
+// The block index follows every host's KV events (GET /v1/kv/events, gateway/kv_event_feed.h): a
+// conversation's blocks reach it, a killed server's stream breaks and the host is untrusted at once,
+// and its restart (a new epoch) replaces what the index held with what the new server holds.
+TEST_F(gateway_fleet, the_block_index_follows_each_hosts_kv_events_and_a_killed_host_is_untrusted_at_once) {
+    auto & g = gw->context();
+    auto feed = [&] { return g.kv_feed.to_json(); };
+    ASSERT_TRUE(poll_until([&] {
+        const auto f = feed();
+        for (const char * id : {"h1", "h2", "h3"})
+            if (!f.contains(id) || !f[id]["trusted"].get<bool>()) return false;
+        return true;
+    }, 30s)) << feed().dump();
+
+    // A conversation sent straight to h2 leaves blocks in its tiers; they reach the index.
+    const size_t before = g.blocks.blocks("h2");
+    http::client_request direct;
+    direct.method = "POST";
+    direct.url = record("h2")->openai_url + "/v1/chat/completions";
+    direct.headers = {"Content-Type: application/json"};
+    direct.body = chat_body("tiny", long_prompt("indexed"), 2);
+    direct.timeout = 60s;
+    auto answered = http::call(direct);
+    ASSERT_TRUE(answered.ok() && answered->ok());
+    ASSERT_TRUE(poll_until([&] { return g.blocks.blocks("h2") > before; }, 30s)) << feed().dump();
+
+    // kill -9 of h2's server: its stream breaks, the host is untrusted at once.
+    const std::string epoch = feed()["h2"]["epoch"];
+    const int pid = server_pid("h2");
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    const auto killed = std::chrono::steady_clock::now();
+    ASSERT_TRUE(poll_until([&] { return !g.kv_feed.trusted("h2"); }, 10s));
+    const auto untrusted_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+    EXPECT_LT(untrusted_ms, 3000) << "within one event round trip (a tick comes every second)";
+
+    // The agent restarts it: a new epoch, a snapshot, and the index holds for h2 what the new server holds.
+    ASSERT_TRUE(poll_until([&] {
+        const auto f = feed();
+        return f.contains("h2") && f["h2"]["trusted"].get<bool>() && f["h2"]["epoch"] != epoch;
+    }, 90s)) << feed().dump() << logs();
+    http::client_request m;
+    m.url = record("h2")->openai_url + "/metrics";
+    auto metrics = http::call(m);
+    ASSERT_TRUE(metrics.ok() && metrics->ok());
+    double held = 0;
+    for (const auto & s : fleet::parse_prometheus_text(metrics->body))
+        if (s.name == "rustycage_kv_tier_blocks") held += s.value;
+    EXPECT_EQ(static_cast<double>(g.blocks.blocks("h2")), held) << "what the restarted server's tiers hold, nothing from before";
+    std::cout << "[ measure  ] kill -9 of a host's server: untrusted by the gateway after " << untrusted_ms << " ms\n";
+}

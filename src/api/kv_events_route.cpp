@@ -1,0 +1,142 @@
+#include "api/kv_events_route.h"
+
+#include <cstring>
+
+#include "http/api_error.h"
+#include "http/json_fields.h"
+#include "http/stream_writer.h"
+
+namespace rc::api {
+using namespace rc::http;  // written against the HTTP shell (src/http)
+
+namespace {
+
+using kv::kv_event;
+using kv::kv_event_log;
+
+constexpr size_t max_batch = 4096;                  // events in one SSE event
+constexpr auto tick_every = std::chrono::seconds(1);  // the wait for events before a tick
+
+std::string key_hex(uint64_t key) {
+    static constexpr char digits[] = "0123456789abcdef";
+    uint8_t bytes[sizeof key];
+    std::memcpy(bytes, &key, sizeof key);
+    std::string out(2 * sizeof key, '0');
+    for (size_t i = 0; i < sizeof key; ++i) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    return out;
+}
+
+const char * tier_text(kv::tier_name t) {
+    switch (t) {
+        case kv::tier_name::context: return "context";
+        case kv::tier_name::host: return "host";
+        case kv::tier_name::disk: return "disk";
+    }
+    return "host";
+}
+
+std::string sse_event(const char * name, const json & data) { return std::string("event: ") + name + "\ndata: " + dump(data) + "\n\n"; }
+
+// Each source of a snapshot with its blocks by tier.
+json sources_json(const kv_event_log::snapshot_result & snap) {
+    std::map<uint32_t, json> blocks;
+    for (const auto & [id, info] : snap.sources) blocks[id] = json::object();
+    for (const auto & b : snap.blocks) blocks[b.source][tier_text(b.tier)].push_back(key_hex(b.key));
+    json out = json::array();
+    for (const auto & [id, info] : snap.sources)
+        out.push_back({{"source", id}, {"model", info.model}, {"block_size", info.block_size}, {"identity", info.identity}, {"blocks", blocks[id]}});
+    return out;
+}
+
+const char * op_text(kv_event::kind k) {
+    switch (k) {
+        case kv_event::kind::added: return "added";
+        case kv_event::kind::removed: return "removed";
+        case kv_event::kind::source_added: return "source_added";
+        case kv_event::kind::source_gone: return "source_gone";
+    }
+    return "added";
+}
+
+// A batch of events as changes: consecutive events of one source, op and tier share a change.
+json changes_json(const kv_event_log & log, const std::vector<kv_event> & events) {
+    json out = json::array();
+    for (size_t i = 0; i < events.size();) {
+        const kv_event & e = events[i];
+        if (e.what == kv_event::kind::source_added) {
+            const json added = sources_json(log.snapshot(e.source));
+            json change = added.empty() ? json{{"source", e.source}, {"blocks", json::object()}} : added[0];
+            change["op"] = op_text(e.what);
+            out.push_back(std::move(change));
+            ++i;
+            continue;
+        }
+        if (e.what == kv_event::kind::source_gone) {
+            out.push_back({{"source", e.source}, {"op", op_text(e.what)}});
+            ++i;
+            continue;
+        }
+        json keys = json::array();
+        size_t j = i;
+        for (; j < events.size() && events[j].source == e.source && events[j].what == e.what && events[j].tier == e.tier; ++j)
+            keys.push_back(key_hex(events[j].key));
+        out.push_back({{"source", e.source}, {"op", op_text(e.what)}, {"tier", tier_text(e.tier)}, {"keys", std::move(keys)}});
+        i = j;
+    }
+    return out;
+}
+
+std::optional<uint64_t> query_number(const http_request & req, const char * name) {
+    auto it = req.query.find(name);
+    if (it == req.query.end()) return std::nullopt;
+    try {
+        size_t used = 0;
+        const unsigned long long v = std::stoull(it->second, &used);
+        if (used == it->second.size() && !it->second.empty() && it->second[0] != '-') return v;
+    } catch (const std::exception &) {
+    }
+    bad_request(std::string("'") + name + "' must be a non-negative integer", name);
+}
+
+http_response events(api_context & ctx, const http_request & req) {
+    auto log = ctx.models.engine_options().kv.events;
+    if (!log) raise(make_error(errc::unavailable, "this server keeps no KV events"));
+    auto epoch = req.query.find("epoch");
+    const auto since = query_number(req, "since");
+    std::optional<uint64_t> resume;
+    if (since && epoch != req.query.end() && epoch->second == log->epoch() && *since <= log->last_seq()) resume = since;
+    return streamed_response("text/event-stream", {}, [log, resume, stopping = ctx.stopping](stream_writer & w) {
+        uint64_t seq = 0;
+        auto send_snapshot = [&] {
+            const auto snap = log->snapshot();
+            seq = snap.seq;
+            return w.write(sse_event("snapshot", {{"epoch", log->epoch()}, {"seq", snap.seq}, {"sources", sources_json(snap)}}));
+        };
+        if (resume) seq = *resume;
+        else if (!send_snapshot()) return;
+        while (w.alive() && !stopping->load()) {
+            auto batch = log->read(seq, max_batch, tick_every);
+            if (batch.gap) {
+                if (!send_snapshot()) return;  // fell behind the log: start again from the tiers as they are
+                continue;
+            }
+            if (batch.events.empty()) {
+                if (!w.write(sse_event("tick", {{"seq", seq}}))) return;
+                continue;
+            }
+            seq = batch.events.back().seq;
+            if (!w.write(sse_event("kv", {{"seq", seq}, {"changes", changes_json(*log, batch.events)}}))) return;
+        }
+    });
+}
+
+}  // namespace
+
+std::vector<route> kv_events_routes(api_context & ctx) {
+    return {{"GET", "/v1/kv/events", [&ctx](const http_request & req) { return events(ctx, req); }}};
+}
+
+}  // namespace rc::api

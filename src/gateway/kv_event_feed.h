@@ -1,0 +1,91 @@
+#pragma once
+// Keeps the block index (block_index.h) fed from the hosts' KV events: one GET /v1/kv/events
+// stream per routable host, each on its own thread (docs/GATEWAY.md "KV events").
+//
+// Why a stream from each host over HTTP, not etcd: the events are many (every block stored or
+// evicted, thousands a minute on a busy host) and worthless a second later, which is the opposite of
+// what etcd is for (small, durable, replicated state, every write through raft on every member).
+// etcd stays the membership; the events go straight from each host to the gateway that needs them,
+// on the port the gateway already reaches, with the host's own API keys.
+//
+// Contract:
+// * A host is trusted (its index entries count in routing) only while its stream is connected and
+//   has been heard from within `stall_after` (a tick comes every second). A stream that breaks or
+//   goes quiet untrusts the host at once; the reconnect resumes from the last sequence number in
+//   the same epoch (no snapshot), else a snapshot replaces what the index held for the host — a
+//   restarted host (new epoch) or one the gateway fell behind.
+// * follow() starts streams for new routable hosts and stops those of hosts gone, not routable or
+//   moved (another address); their index entries are forgotten. Thread-safe.
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/block_index.h"
+#include "gateway/host_table.h"
+
+namespace rc::gateway {
+
+struct kv_feed_options {
+    std::string host_api_key;  // sent as a bearer key when hosts require one
+    std::chrono::milliseconds stall_after{3000};
+    std::chrono::milliseconds retry_after{1000};
+};
+
+// What a host said about one of its models' keys: enough for the gateway to compute them.
+struct model_keys {
+    std::string identity;  // the KV identity digest, hex
+    int block_size = 0;
+};
+
+class kv_event_feed {
+  public:
+    kv_event_feed(block_index & index, kv_feed_options opts) : index_(index), opts_(std::move(opts)) {}
+    ~kv_event_feed() { stop(); }
+    kv_event_feed(const kv_event_feed &) = delete;
+    kv_event_feed & operator=(const kv_event_feed &) = delete;
+
+    void follow(const std::vector<host_view> & hosts);
+    void stop();
+
+    bool trusted(const std::string & host) const;
+    std::optional<model_keys> keys(const std::string & host, const std::string & model) const;
+    // Per host: connected, trusted, epoch, seq, snapshots, events, the last event's age.
+    nlohmann::ordered_json to_json() const;
+
+  private:
+    struct source {
+        std::string model;
+        model_keys keys;
+    };
+    struct stream_state {
+        std::string host, url;
+        std::atomic<bool> stop{false};
+        std::thread thread;
+        // Below: under the feed's mutex.
+        bool connected = false;
+        std::string epoch;
+        uint64_t seq = 0;
+        std::map<uint64_t, source> sources;
+        steady::time_point heard{};
+        uint64_t snapshots = 0, changes = 0, reconnects = 0;
+    };
+    void run(const std::shared_ptr<stream_state> & s);
+    void apply(stream_state & s, const std::string & event, const nlohmann::json & data);
+    void apply_source(stream_state & s, const nlohmann::json & src);
+    void end(std::shared_ptr<stream_state> s);
+
+    block_index & index_;
+    kv_feed_options opts_;
+    mutable std::mutex mu_;
+    std::map<std::string, std::shared_ptr<stream_state>> streams_;  // by host id
+};
+
+}  // namespace rc::gateway
