@@ -91,11 +91,12 @@ run_case() {  # case, server label, model name, log, command...
     if [ "$label" = rustycage ]; then
         placement=$(curl -s "http://127.0.0.1:$port/api/ps" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const f=(JSON.parse(s).models[0]||{}).fit||{};const M=(b)=>(b/1048576).toFixed(0)+" MiB";console.log(`${f.layers}/${f.layers_total} layers, ${f.context_cells} of ${f.cells_wanted} cells on the device (device ${M(f.device_bytes||0)}, host ${M(f.host_bytes||0)}); tiers hold the rest`)})')
     else
-        local off kv_dev kv_cpu
-        off=$(sed -n 's/.*offloaded \([0-9]*\/[0-9]*\) layers to GPU.*/\1/p' "$logf" | tail -1)
-        kv_dev=$(sed -n 's/.*Vulkan0 KV buffer size = *\([0-9.]*\) MiB.*/\1/p' "$logf" | tail -1)
-        kv_cpu=$(sed -n 's/.*CPU KV buffer size = *\([0-9.]*\) MiB.*/\1/p' "$logf" | tail -1)
-        placement="${off:-?} layers, KV ${kv_dev:-0} MiB on the device + ${kv_cpu:-0} MiB on the host ($(grep -c . <<<"$(grep -i 'llama_params_fit' "$logf" || true)") fit lines)"
+        local off kv_dev kv_cpu final
+        final=$(tac "$logf" | sed '/offloaded .* layers to GPU/q' | tac)  # the real load, after the fit's trial loads
+        off=$(sed -n 's/.*offloaded \([0-9]*\/[0-9]*\) layers to GPU.*/\1/p' <<<"$final" | tail -1)
+        kv_dev=$(sed -n 's/.*Vulkan0 KV buffer size = *\([0-9.]*\) MiB.*/\1/p' <<<"$final" | tail -1)
+        kv_cpu=$(sed -n 's/.*CPU KV buffer size = *\([0-9.]*\) MiB.*/\1/p' <<<"$final" | tail -1)
+        placement="${off:-?} layers, KV ${kv_dev:-0} MiB on the device + ${kv_cpu:-0} MiB on the host"
     fi
     for r in $(seq 1 "$reps"); do
         read -r status secs <<<"$(ask "$model" "$r")"
@@ -110,13 +111,13 @@ run_case() {  # case, server label, model name, log, command...
 }
 
 long_rc=("$rustycage" serve --host 127.0.0.1 --models-dir "$work/models" --preload bench-1b --ctx-size "$ctx" --threads "$threads" --openai-port PORT --ollama-port -1)
-long_ls=("$llama_server" -m "$work/models/bench-1b.gguf" -c "$ctx" -t "$threads" --host 127.0.0.1 --port PORT --no-webui)
+long_ls=("$llama_server" -m "$work/models/bench-1b.gguf" -c "$ctx" -t "$threads" --host 127.0.0.1 --port PORT --no-webui -lv 4)  # -lv 4: the load log (layers, KV buffers)
 run_case "long-context (-c $ctx)" rustycage bench-1b "$work/long-rc.log" "${long_rc[@]}"
 run_case "long-context (-c $ctx)" "llama-server" bench-1b "$work/long-ls.log" "${long_ls[@]}"
 run_case "long-context (-c $ctx)" "llama-server --fit off" bench-1b "$work/long-ls-off.log" "${long_ls[@]}" --fit off
 
 big_rc=("$rustycage" serve --host 127.0.0.1 --models-dir "$work/models" --preload bench-1b-f32 --ctx-size 4096 --threads "$threads" --openai-port PORT --ollama-port -1)
-big_ls=("$llama_server" -m "$work/models/bench-1b-f32.gguf" -c 4096 -t "$threads" --host 127.0.0.1 --port PORT --no-webui)
+big_ls=("$llama_server" -m "$work/models/bench-1b-f32.gguf" -c 4096 -t "$threads" --host 127.0.0.1 --port PORT --no-webui -lv 4)  # -lv 4: the load log (layers, KV buffers)
 run_case "big-model (f32, 4.2 GB)" rustycage bench-1b-f32 "$work/big-rc.log" "${big_rc[@]}"
 run_case "big-model (f32, 4.2 GB)" "llama-server" bench-1b-f32 "$work/big-ls.log" "${big_ls[@]}"
 run_case "big-model (f32, 4.2 GB)" "llama-server --fit off" bench-1b-f32 "$work/big-ls-off.log" "${big_ls[@]}" --fit off
