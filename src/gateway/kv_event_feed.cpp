@@ -11,6 +11,8 @@ using json = nlohmann::json;
 
 namespace {
 
+constexpr size_t max_event_bytes = size_t{256} << 20;
+
 std::vector<short_key> parse_keys(const json & keys) {
     std::vector<short_key> out;
     if (!keys.is_array()) return out;
@@ -86,6 +88,9 @@ void kv_event_feed::run(const std::shared_ptr<stream_state> & s) {
         if (!opts_.host_api_key.empty()) r.headers.push_back("Authorization: Bearer " + opts_.host_api_key);
         std::string pending;
         auto reply = http::stream(r, [&](std::string_view d) {
+            // One event (a snapshot of a million blocks is about 20 MiB) never needs more: a host
+            // sending a line without end is cut off and asked again.
+            if (pending.size() + d.size() > max_event_bytes) return false;
             pending.append(d);
             for (size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
                 std::string event, data;
