@@ -86,7 +86,7 @@ void kv_event_feed::run(const std::shared_ptr<stream_state> & s) {
         r.connect_timeout = std::chrono::milliseconds(1000);
         r.stall_timeout = opts_.stall_after;  // a tick comes every second: silence is a lost stream
         if (!opts_.host_api_key.empty()) r.headers.push_back("Authorization: Bearer " + opts_.host_api_key);
-        std::string pending;
+        std::string pending, malformed;
         auto reply = http::stream(r, [&](std::string_view d) {
             // One event (a snapshot of a million blocks is about 20 MiB) never needs more: a host
             // sending a line without end is cut off and asked again.
@@ -103,7 +103,12 @@ void kv_event_feed::run(const std::shared_ptr<stream_state> & s) {
                     at = nl + 1;
                 }
                 pending.erase(0, end + 2);
-                apply(*s, event, json::parse(data, nullptr, false));
+                try {
+                    apply(*s, event, json::parse(data, nullptr, false));
+                } catch (const json::exception & e) {  // a field of the wrong type
+                    malformed = e.what();
+                    return false;
+                }
             }
             return !s->stop;
         }, [&] { return s->stop.load(); });
@@ -112,8 +117,10 @@ void kv_event_feed::run(const std::shared_ptr<stream_state> & s) {
             std::lock_guard lock(mu_);
             s->connected = false;  // untrusted until the stream is back
             ++s->reconnects;
+            if (!malformed.empty()) s->epoch.clear();  // what was applied of it is suspect: start over from a snapshot
             if (reply && (reply->status == 404 || reply->status == 401 || reply->status == 403)) supported = false;
         }
+        if (!malformed.empty()) rc::log::warn("gateway", "kv_events_malformed", {{"host", s->host}, {"error", malformed}});
         if (!s->stop && !supported)
             rc::log::debug("gateway", "kv_events_unavailable", {{"host", s->host}, {"status", reply->status}});
         // Back off: longer for a host that does not serve events (an older version, or a key missing).

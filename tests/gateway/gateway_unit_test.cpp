@@ -4,8 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <mutex>
+#include <thread>
+
 #include "fake_etcd.h"
 #include "gateway/host_table.h"
+#include "gateway/kv_event_feed.h"
+#include "http/server_shell.h"
+#include "http/stream_writer.h"
 #include "gateway/prefix_index.h"
 #include "gateway/request_shape.h"
 #include "gateway/route_planner.h"
@@ -298,4 +305,55 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
     etcd.set_down(true);
     EXPECT_FALSE(t.refresh());
     EXPECT_EQ(t.state_of("b"), "degraded") << "an etcd outage keeps the last picture";
+}
+
+// A host whose KV events carry a field of the wrong type: the feed drops that stream (no exception
+// leaves its thread), reconnects without resuming, and takes the good snapshot the host sends next.
+TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_taken_whole) {
+    std::atomic<int> connections{0};
+    std::atomic<bool> done{false};
+    std::vector<std::string> queries;
+    std::mutex qmu;
+    http::listeners host;
+    auto routes = [&] {
+        return std::vector<http::route>{{"GET", "/v1/kv/events", [&](const http::http_request & req) {
+                                             {
+                                                 std::lock_guard lock(qmu);
+                                                 queries.push_back(req.query.count("since") ? "resume" : "fresh");
+                                             }
+                                             const int n = ++connections;
+                                             return http::streamed_response("text/event-stream", {}, [n, &done](http::stream_writer & w) {
+                                                 const json block_size = n == 1 ? json("sixty-four") : json(64);
+                                                 const json snap = {{"epoch", "e1"}, {"seq", 5},
+                                                                    {"sources", {{{"source", 1}, {"model", "m"}, {"block_size", block_size}, {"identity", "id"},
+                                                                                  {"blocks", {{"host", {"00112233445566778899", "8899aabbccddeeff"}}}}}}}};
+                                                 if (!w.write("event: snapshot\ndata: " + snap.dump() + "\n\n")) return;
+                                                 while (w.alive() && !done)
+                                                     if (!w.write("event: tick\ndata: {\"seq\":5}\n\n")) return;
+                                                     else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                             });
+                                         }}};
+    };
+    ASSERT_TRUE(host.start("127.0.0.1", {0}, routes, http::http_server_options{}).ok());
+    block_index index;
+    kv_event_feed feed(index, kv_feed_options{"", std::chrono::milliseconds(3000), std::chrono::milliseconds(50)});
+    host_view h;
+    h.id = "h1";
+    h.state = "up";
+    h.url = "http://127.0.0.1:" + std::to_string(host.port(0));
+    feed.follow({h});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!(feed.trusted("h1") && index.blocks("h1") == 2) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(feed.trusted("h1")) << feed.to_json().dump();
+    EXPECT_EQ(index.blocks("h1"), 2u);
+    EXPECT_EQ(connections.load(), 2);
+    {
+        std::lock_guard lock(qmu);
+        EXPECT_EQ(queries, (std::vector<std::string>{"fresh", "fresh"})) << "the malformed stream is not resumed";
+    }
+    EXPECT_EQ(feed.keys("h1", "m")->block_size, 64);
+    done = true;
+    feed.stop();
+    host.stop();
 }
