@@ -5,6 +5,7 @@
 # fleet (no KV left over from the previous one) and the same prompts.
 #
 #   bench/gateway.sh [--smoke] [--build DIR] [--model PRESET] [--reps N] [--policies LIST] [--out DIR]
+#   bench/gateway.sh --scale [--build DIR] [--reps REQUESTS] [--out DIR]
 #
 # The full run serves bench-135m (SmolLM2-135M's shape): three servers share the machine's cores, and
 # on two of them bench-1b's 2k-token prefill takes most of a minute (`--model bench-1b` runs it anyway).
@@ -15,6 +16,12 @@
 #                  than round-robin)
 #   conversations  unique prompts, no reuse possible, 6 client threads: throughput (target: cache no
 #                  worse than least-loaded)
+# --scale (issue 33): the routing cost at 3, 16 and 64 hosts — 3 real servers (bench-tiny, the data
+#                  path) plus simulated hosts (rc-gateway-scale, bench/sim_hosts.h: 100k blocks each,
+#                  a host's real lookup work when asked), the block index against asking every host:
+#                  routing overhead p50/p99, lookups per request, simulated hosts' CPU per 1k
+#                  requests, hit rate (--reps: requests measured per run, default 300). Results:
+#                  scale.jsonl and scale.md in --out.
 # --smoke checks the harness on bench-tiny with few, short conversations (a minute or two); numbers
 # from it mean nothing. Results: raw.jsonl and summary.md in --out (default: a temp dir; the lead
 # copies a real run's summary into docs/BENCHMARKS.md, section "Fleet gateway").
@@ -27,12 +34,13 @@ mode=full build=build reps="" policies="cache,round-robin,least-loaded" outdir="
 while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) mode=smoke ;;
+        --scale) mode=scale ;;
         --build) build=$2; shift ;;
         --model) model_arg=$2; shift ;;
         --reps) reps=$2; shift ;;
         --policies) policies=$2; shift ;;
         --out) outdir=$2; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) echo "bench/gateway.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -40,7 +48,9 @@ done
 log() { echo "[bench-gateway] $*" >&2; }
 die() { echo "[bench-gateway] error: $*" >&2; exit 1; }
 
-if [ "$mode" = smoke ]; then
+if [ "$mode" = scale ]; then
+    model=bench-tiny
+elif [ "$mode" = smoke ]; then
     reps=${reps:-1}; model=bench-tiny; threads=1; ctx=2048; parallel=2
     convs=4; groups=2; shared=64; unique=64; turn=16; gen=4; rounds=1
     nr_count=6; nr_conc=3; nr_prompt=32; nr_gen=8
@@ -95,11 +105,10 @@ wait_for() {  # what, command...
     die "$what did not come up (logs in $work)"
 }
 
-# fleet POLICY: etcd, 3 agents, a gateway with POLICY; sets $gateway_url.
-fleet() {
-    local policy=$1 dir=$work/$1
-    mkdir -p "$dir"
-    local cport pport etcd_url="" epid
+# start_etcd DIR: one etcd member with its data in DIR; sets $etcd_url.
+start_etcd() {
+    local dir=$1 cport pport epid
+    etcd_url=""
     # A port picked free can be taken before etcd binds it: try fresh ports a few times.
     for _ in 1 2 3; do
         cport=$(free_port); pport=$(free_port)
@@ -118,6 +127,13 @@ fleet() {
     done
     [ -n "$etcd_url" ] || die "etcd did not come up (see $dir/etcd.log)"
     pids+=("$epid")
+}
+
+# fleet POLICY: etcd, 3 agents, a gateway with POLICY; sets $gateway_url.
+fleet() {
+    local policy=$1 dir=$work/$1
+    mkdir -p "$dir"
+    start_etcd "$dir"
     for h in h1 h2 h3; do
         mkdir -p "$dir/$h/models" "$dir/$h/data"
         ln -sf "$model_file" "$dir/$h/models/$model.gguf"
@@ -139,6 +155,41 @@ bench() {  # scenario policy rep args...
     local scenario=$1 policy=$2 rep=$3; shift 3
     "$rcbench" "$scenario" --target "$policy=$gateway_url" --model "$model" --reps 1 --seed "$rep" --variant "rep$rep" --out "$raw" "$@"
 }
+
+# The scale runs: one etcd, 3 real servers, then each fleet size with each way of routing.
+if [ "$mode" = scale ]; then
+    scale=$build/bin/rc-gateway-scale
+    [ -x "$scale" ] || die "$scale is missing: build first (make build)"
+    start_etcd "$work"
+    reals=()
+    for h in r1 r2 r3; do
+        mkdir -p "$work/$h/models"
+        ln -sf "$model_file" "$work/$h/models/scale.gguf"
+        port=$(free_port)
+        "$rustycage" serve --models-dir "$work/$h/models" --openai-port "$port" --ollama-port -1 --threads 1 --ctx-size 4096 --preload scale \
+            >"$work/$h.log" 2>&1 &
+        pids+=($!)
+        reals+=(--real "http://127.0.0.1:$port")
+        wait_for "server $h" curl -sf "http://127.0.0.1:$port/v1/health/ready"
+    done
+    : >"$outdir/scale.jsonl"
+    for n in 3 16 64; do
+        for how in index lookup; do
+            log "scale: $n hosts, $how"
+            "$scale" --etcd "$etcd_url" --model-file "$model_file" --model scale --hosts "$n" "${reals[@]}" --mode "$how" \
+                --requests "${reps:-300}" --out "$outdir/scale.jsonl" >&2
+        done
+    done
+    node - "$outdir/scale.jsonl" >"$outdir/scale.md" <<'EOF'
+const rows = require('fs').readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+console.log('| hosts | routing | overhead p50 (µs) | p99 (µs) | lookups / request | sim. hosts\' CPU s / 1k requests | hit rate |');
+console.log('|---:|---|---:|---:|---:|---:|---:|');
+for (const r of rows) console.log(`| ${r.hosts} | ${r.mode} | ${r.route_us_p50.toFixed(0)} | ${r.route_us_p99.toFixed(0)} | ${r.lookups_per_request.toFixed(2)} | ${r.sim_host_cpu_s_per_1k.toFixed(2)} | ${(100 * r.hit_rate).toFixed(0)} % |`);
+EOF
+    cat "$outdir/scale.md"
+    log "results in $outdir (scale.jsonl, scale.md)"
+    exit 0
+fi
 
 IFS=, read -r -a policy_list <<<"$policies"
 for rep in $(seq 1 "$reps"); do

@@ -25,6 +25,7 @@ struct gateway_flags {
     std::string policy = "cache";
     std::string lookup_timeout = "250ms", lookup_grace = "50ms", connect_timeout = "1s", eject_for = "10s";
     int max_attempts = 3;
+    bool kv_index = true;
     double load_weight = 1.0;
     int max_body_mb = 32;
     double header_timeout_s = 10;
@@ -48,6 +49,7 @@ int run_gateway(gateway_flags & f) {
     o.policy = *policy;
     o.weights.load = f.load_weight;
     o.max_attempts = f.max_attempts;
+    o.use_index = f.kv_index;
     o.api_keys = f.api_keys;
     std::stringstream csv(f.api_keys_csv);
     for (std::string k; std::getline(csv, k, ',');)
@@ -95,6 +97,9 @@ void register_gateway(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_GATEWAY_POLICY")->capture_default_str();
     cmd->add_option("--lookup-timeout", f->lookup_timeout, "How long to wait for hosts' KV lookups of a prompt seen before")->capture_default_str();
     cmd->add_option("--lookup-grace", f->lookup_grace, "... of a prompt never seen (a cache hit is unlikely)")->capture_default_str();
+    cmd->add_option("--kv-index", f->kv_index,
+                    "Route from the block index (hosts' KV events, the gateway's own key chains); false: ask every host for every request")
+        ->envname("RUSTYCAGE_GATEWAY_KV_INDEX")->capture_default_str();
     cmd->add_option("--load-weight", f->load_weight, "What a fully occupied host costs, in shares of a cached prompt")
         ->check(CLI::Range(0.0, 100.0))->capture_default_str();
     cmd->add_option("--max-attempts", f->max_attempts, "Hosts tried per request when they fail before answering")

@@ -97,9 +97,11 @@ void generation_session::prepare(const models::model_entry & model, generation_i
     }
 }
 
-void check_prompt_text(const engine::engine & eng, size_t bytes, const std::string & field) {
-    const size_t n_ctx = static_cast<size_t>(std::max(1, eng.n_ctx()));
-    const size_t longest = std::max<size_t>(1, eng.model().longest_token_bytes());
+void check_prompt_text(const engine::engine & eng, size_t bytes, const std::string & field) { check_prompt_text(eng.model(), eng.n_ctx(), bytes, field); }
+
+void check_prompt_text(const llama::model & m, int context_tokens, size_t bytes, const std::string & field) {
+    const size_t n_ctx = static_cast<size_t>(std::max(1, context_tokens));
+    const size_t longest = std::max<size_t>(1, m.longest_token_bytes());
     if (bytes / longest <= n_ctx) return;
     bad_request("'" + field + "' is " + std::to_string(bytes) + " bytes: more than the " + std::to_string(n_ctx) +
                     "-token context could hold (each token covers at most " + std::to_string(longest) + " bytes of text)",
@@ -125,8 +127,9 @@ std::string render_error_field(const rc::error & e, const generation_input & in)
 }
 }  // namespace
 
-rendered_prompts render_prompts(const engine::engine & eng, const generation_input & in) {
-    const llama::model & m = eng.model();
+rendered_prompts render_prompts(const engine::engine & eng, const generation_input & in) { return render_prompts(eng.model(), eng.n_ctx(), in); }
+
+rendered_prompts render_prompts(const llama::model & m, int n_ctx, const generation_input & in) {
     rendered_prompts out;
     check_vocabulary(in.context, m, "context");
     std::vector<llama_token> context(in.context.begin(), in.context.end());
@@ -136,10 +139,10 @@ rendered_prompts render_prompts(const engine::engine & eng, const generation_inp
     if (in.chat) {
         if (in.chat->messages.size() > max_chat_messages)  // dialects check earlier; this keeps the bound for every path
             bad_request("'" + in.prompt_field + "' has more than " + std::to_string(max_chat_messages) + " messages", in.prompt_field);
-        check_prompt_text(eng, chat_text_bytes(in.chat->messages), in.prompt_field);  // before the render's copies
+        check_prompt_text(m, n_ctx, chat_text_bytes(in.chat->messages), in.prompt_field);  // before the render's copies
         auto rendered = engine::render_chat(m, *in.chat, in.model);
         if (!rendered) raise(rendered.err(), render_error_field(rendered.err(), in));
-        check_prompt_text(eng, rendered->text.size(), in.prompt_field);
+        check_prompt_text(m, n_ctx, rendered->text.size(), in.prompt_field);
         std::vector<llama_token> tokens = std::move(context);
         auto text = m.tokenize(rendered->text, add_special, true);
         tokens.insert(tokens.end(), text.begin(), text.end());
@@ -153,7 +156,7 @@ rendered_prompts render_prompts(const engine::engine & eng, const generation_inp
             check_vocabulary(p.tokens, m, in.prompt_field);
             tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
         } else {
-            check_prompt_text(eng, p.text.size(), in.prompt_field);
+            check_prompt_text(m, n_ctx, p.text.size(), in.prompt_field);
             auto text = m.tokenize(p.text, add_special, in.parse_special);
             tokens.insert(tokens.end(), text.begin(), text.end());
         }

@@ -165,11 +165,15 @@ struct rendered_prompts {
     std::optional<engine::chat_prompt> chat;
 };
 rendered_prompts render_prompts(const engine::engine & eng, const generation_input & in);
+// The same for a model without an engine (a vocab-only load: the fleet gateway's key chains),
+// bounded by a context of `n_ctx` tokens.
+rendered_prompts render_prompts(const llama::model & m, int n_ctx, const generation_input & in);
 
 // Prompt text longer than the model's context could hold (n_ctx tokens × the longest token's
 // bytes) is a 400 naming `field`, before it is tokenized: tokenizing 30 MB took minutes and
 // gigabytes, for a prompt that could never have been served.
 void check_prompt_text(const engine::engine & eng, size_t bytes, const std::string & field);
+void check_prompt_text(const llama::model & m, int n_ctx, size_t bytes, const std::string & field);
 // The text of chat messages (content, parts, reasoning, tool calls): what check_prompt_text bounds
 // before a template renders them.
 size_t chat_text_bytes(const std::vector<common_chat_msg> & messages);

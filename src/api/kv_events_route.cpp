@@ -1,6 +1,5 @@
 #include "api/kv_events_route.h"
 
-#include <cstring>
 
 #include "http/api_error.h"
 #include "http/json_fields.h"
@@ -17,17 +16,6 @@ using kv::kv_event_log;
 constexpr size_t max_batch = 4096;                  // events in one SSE event
 constexpr auto tick_every = std::chrono::seconds(1);  // the wait for events before a tick
 
-std::string key_hex(uint64_t key) {
-    static constexpr char digits[] = "0123456789abcdef";
-    uint8_t bytes[sizeof key];
-    std::memcpy(bytes, &key, sizeof key);
-    std::string out(2 * sizeof key, '0');
-    for (size_t i = 0; i < sizeof key; ++i) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    return out;
-}
 
 const char * tier_text(kv::tier_name t) {
     switch (t) {
@@ -44,7 +32,7 @@ std::string sse_event(const char * name, const json & data) { return std::string
 json sources_json(const kv_event_log::snapshot_result & snap) {
     std::map<uint32_t, json> blocks;
     for (const auto & [id, info] : snap.sources) blocks[id] = json::object();
-    for (const auto & b : snap.blocks) blocks[b.source][tier_text(b.tier)].push_back(key_hex(b.key));
+    for (const auto & b : snap.blocks) blocks[b.source][tier_text(b.tier)].push_back(kv::event_key_hex(b.key));
     json out = json::array();
     for (const auto & [id, info] : snap.sources)
         out.push_back({{"source", id}, {"model", info.model}, {"block_size", info.block_size}, {"identity", info.identity}, {"blocks", blocks[id]}});
@@ -82,7 +70,7 @@ json changes_json(const kv_event_log & log, const std::vector<kv_event> & events
         json keys = json::array();
         size_t j = i;
         for (; j < events.size() && events[j].source == e.source && events[j].what == e.what && events[j].tier == e.tier; ++j)
-            keys.push_back(key_hex(events[j].key));
+            keys.push_back(kv::event_key_hex(events[j].key));
         out.push_back({{"source", e.source}, {"op", op_text(e.what)}, {"tier", tier_text(e.tier)}, {"keys", std::move(keys)}});
         i = j;
     }

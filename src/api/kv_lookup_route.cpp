@@ -1,16 +1,17 @@
 // POST /v1/kv/lookup: the body is read by the route it names (`api` + messages|prompt) with that
-// route's own readers, and the prompt is rendered and tokenized by the session's render_prompts —
-// so the tokens looked up are exactly the tokens that route would submit.
+// route's own readers and rendered by the session's render_prompts (request_prompt.h) — so the
+// tokens looked up are exactly the tokens that route would submit. GET /v1/kv/vocab: the model's
+// vocabulary for a gateway that computes those tokens itself.
 #include "api/kv_lookup_route.h"
 
 #include <chrono>
 
 #include "http/api_error.h"
 #include "api/generation_session.h"
+#include "api/request_prompt.h"
 #include "http/json_fields.h"
 #include "api/ollama/ollama_options.h"
-#include "api/ollama/ollama_routes.h"
-#include "api/openai/openai_common.h"
+#include "llama/vocab_file.h"
 
 namespace rc::api {
 using namespace rc::http;  // written against the HTTP shell (src/http)
@@ -26,33 +27,6 @@ http_response json_ok(const json & body) {
 }
 
 json tiers_json(const engine::kv_lookup & l) { return {{"context", l.context}, {"host", l.host}, {"disk", l.disk}}; }
-
-// The body as the named route reads it: its prompt-shaping fields into a generation_input, and
-// the cache salt the same route would pass to the engine.
-generation_input read_input(api_context & ctx, const models::model_entry & entry, const std::string & api, json & body) {
-    generation_input in;
-    in.model = entry.name;
-    const bool has_messages = body.contains("messages") && !body["messages"].is_null();
-    if (api == "ollama") {
-        if (has_messages) {
-            ollama::read_chat_request(entry, body, in);
-            if (in.chat->messages.empty()) bad_request("'messages' must not be empty: nothing to look up", "messages");
-        } else if (!ollama::read_generate_request(entry, body, in)) {
-            bad_request("'prompt' must not be empty: nothing to look up", "prompt");
-        }
-        ollama::read_options(body, ctx, in.params);
-    } else {
-        if (has_messages) {
-            in.chat = openai::read_chat(body);
-            in.prompt_field = "messages";
-        } else {
-            in.prompts = openai::read_prompts(body);
-            in.prompts.resize(1);  // a list of prompts: the first is looked up
-        }
-        openai::read_sampling(body, in.params);
-    }
-    return in;
-}
 
 http_response lookup(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
@@ -79,9 +53,12 @@ http_response lookup(api_context & ctx, const http_request & req) {
     engine::engine & eng = lease->engine();
     if (eng.is_embedding()) bad_request("'" + entry.name + "' is an embedding model: it caches no prompt", "model");
 
-    generation_input in = read_input(ctx, entry, api, body);
-    auto prompts = render_prompts(eng, in);
-    auto found = eng.lookup(std::move(prompts.prompts.front()), in.params.cache_salt, timeout);
+    if (api == "ollama") {
+        engine::generation_request options;  // validated as /api/chat and /api/generate would; they shape no prompt
+        ollama::read_options(body, ctx, options);
+    }
+    auto prompt = read_request_prompt(entry, eng.model(), eng.n_ctx(), body, api);
+    auto found = eng.lookup(std::move(prompt.tokens), prompt.cache_salt, timeout);
     if (!found) throw api_error(503, "the engine of '" + entry.name + "' did not answer the lookup within " + std::to_string(timeout.count()) + " ms");
     out["loaded"] = true;
     out["prompt_tokens"] = found->prompt_tokens;
@@ -90,10 +67,29 @@ http_response lookup(api_context & ctx, const http_request & req) {
     return json_ok(out);
 }
 
+// GET /v1/kv/vocab?model=NAME: the model's vocabulary GGUF (llama/vocab_file.h) with its catalog
+// entry's Modelfile defaults under `rustycage.model_entry` — what read_request_prompt reads besides
+// the body. No model is loaded: the file's header is read.
+http_response vocab(api_context & ctx, const http_request & req) {
+    auto q = req.query.find("model");
+    if (q == req.query.end() || q->second.empty()) bad_request("the 'model' query parameter is required", "model");
+    const auto entry = find_model_entry(ctx, q->second);
+    json defaults = {{"name", entry.name}, {"parameters", entry.parameters}};
+    if (entry.system) defaults["system"] = *entry.system;
+    if (entry.template_text) defaults["template"] = *entry.template_text;
+    auto bytes = llama::vocab_gguf(entry.path.string(), {{std::string(vocab_entry_key), dump(defaults)}});
+    if (!bytes) raise(bytes.err(), "model");
+    http_response r;
+    r.content_type = "application/octet-stream";
+    r.body = std::move(bytes.value());
+    return r;
+}
+
 }  // namespace
 
 std::vector<route> kv_lookup_routes(api_context & ctx) {
-    return {{"POST", "/v1/kv/lookup", [&ctx](const http_request & req) { return lookup(ctx, req); }}};
+    return {{"POST", "/v1/kv/lookup", [&ctx](const http_request & req) { return lookup(ctx, req); }},
+            {"GET", "/v1/kv/vocab", [&ctx](const http_request & req) { return vocab(ctx, req); }}};
 }
 
 }  // namespace rc::api

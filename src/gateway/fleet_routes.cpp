@@ -137,7 +137,8 @@ std::vector<http::route> fleet_routes(gateway_context & g) {
                                                  {"synced", g.hosts.synced()},
                                                  {"hosts", g.hosts.to_json()},
                                                  {"kv_events", g.kv_feed.to_json()},
-                                                 {"block_index", {{"blocks", g.blocks.blocks()}, {"bytes", g.blocks.bytes()}}}});
+                                                 {"block_index", {{"blocks", g.blocks.blocks()}, {"bytes", g.blocks.bytes()}}},
+                                                 {"vocabularies", g.vocabs.to_json()}});
                  }});
 
     r.push_back({"GET", "/v1/health/live", [](const http::http_request &) {

@@ -11,6 +11,7 @@
 #include "gateway/gateway_metrics.h"
 #include "gateway/host_table.h"
 #include "gateway/kv_event_feed.h"
+#include "gateway/model_vocabs.h"
 #include "gateway/prefix_index.h"
 #include "gateway/route_planner.h"
 
@@ -25,6 +26,9 @@ struct gateway_options {
     // an idle host still answers within it, a busy one must not delay a fresh conversation).
     std::chrono::milliseconds lookup_timeout{250};
     std::chrono::milliseconds lookup_grace{50};
+    // Route from the block index: the hosts' KV events and the gateway's own key chains (a vocab-only
+    // load per model), asking only the hosts the index cannot answer for. false: ask every candidate.
+    bool use_index = true;
     int max_attempts = 3;                           // hosts tried per request (failover before the first byte)
     std::chrono::milliseconds connect_timeout{1000};
     std::chrono::milliseconds listing_timeout{2000};  // /v1/models, /api/tags, /api/ps fan-outs
@@ -36,7 +40,8 @@ struct gateway_options {
 
 struct gateway_context {
     gateway_context(gateway_options o, host_table & h, gateway_metrics & m)
-        : opts(std::move(o)), hosts(h), metrics(m), kv_feed(blocks, kv_feed_options{opts.host_api_key}) {}
+        : opts(std::move(o)), hosts(h), metrics(m), kv_feed(blocks, kv_feed_options{opts.host_api_key}),
+          vocabs([key = opts.host_api_key](const std::string & url, const std::string & model) { return fetch_vocab(url, model, key); }) {}
 
     gateway_options opts;
     host_table & hosts;
@@ -44,6 +49,7 @@ struct gateway_context {
     prefix_index index;
     block_index blocks;      // which host holds which KV block, from the hosts' KV events
     kv_event_feed kv_feed;   // keeps `blocks` fed (one stream per routable host)
+    model_vocabs vocabs;     // each model's vocabulary: the gateway computes prompts' block keys itself
     std::atomic<uint64_t> turn{0};  // round-robin position
     std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
 };

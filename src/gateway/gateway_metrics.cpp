@@ -15,6 +15,8 @@ const std::string & method_label(const std::string & method) {
 }
 
 std::vector<double> lookup_buckets() { return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}; }
+// Routing is meant to cost well under a millisecond: buckets from 25 µs.
+std::vector<double> routing_buckets() { return {0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}; }
 
 }  // namespace
 
@@ -31,6 +33,12 @@ gateway_metrics::gateway_metrics()
       lookups_(*registry.add_counter("rustycage_gateway_lookups_total", "KV lookups sent to hosts, by outcome.", {"host", "outcome"}).value()),
       lookup_seconds_(*registry.add_histogram("rustycage_gateway_lookup_seconds", "Time one request's KV lookups took, start to decision.", {},
                                               lookup_buckets()).value()),
+      route_seconds_(*registry.add_histogram("rustycage_gateway_route_seconds",
+                                             "Time the cache policy took to gather one request's routing inputs (render, tokenize, key chain, index walk, lookups), by where they came from.",
+                                             {"inputs"}, routing_buckets()).value()),
+      forward_seconds_(*registry.add_histogram("rustycage_gateway_forward_seconds",
+                                               "Time from a proxied request's arrival to its first host call starting (parse, routing, planning).", {},
+                                               routing_buckets()).value()),
       cached_(*registry.add_counter("rustycage_gateway_cached_tokens_total", "Prompt tokens the chosen host reported cached, by tier.",
                                     {"host", "tier"}).value()),
       hosts_(*registry.add_collected("rustycage_gateway_hosts", "Hosts the gateway knows, by state.", metrics::metric_type::gauge, {"state"})
@@ -65,6 +73,8 @@ void gateway_metrics::upstream_failure(const std::string & host, const std::stri
 void gateway_metrics::lookup(const std::string & host, bool answered) { lookups_.with({host, answered ? "answered" : "failed"}).inc(); }
 
 void gateway_metrics::lookup_time(double seconds) { lookup_seconds_.with({}).observe(seconds); }
+void gateway_metrics::route_time(const std::string & inputs, double seconds) { route_seconds_.with({inputs}).observe(seconds); }
+void gateway_metrics::forward_time(double seconds) { forward_seconds_.with({}).observe(seconds); }
 
 void gateway_metrics::cached_tokens(const std::string & host, const kv_answer & a) {
     if (a.context > 0) cached_.with({host, "context"}).inc(a.context);

@@ -12,6 +12,10 @@
 //                                                                          error_status (a 5xx answer, retried elsewhere)
 //   rustycage_gateway_lookups_total{host,outcome}               counter   outcome: answered | failed (incl. timeouts)
 //   rustycage_gateway_lookup_seconds                            histogram one request's lookup fan-out, start → decision
+//   rustycage_gateway_route_seconds{inputs}                     histogram the cache policy's inputs for one request: render, tokenize,
+//                                                                          key chain, index walk, and lookups where needed;
+//                                                                          inputs: index (no host asked) | lookup | mixed
+//   rustycage_gateway_forward_seconds                           histogram a proxied request's arrival → its first host call starting
 //   rustycage_gateway_cached_tokens_total{host,tier}            counter   prompt tokens the chosen host reported cached
 //   rustycage_gateway_hosts{state}                              gauge     hosts by state (up | degraded | unreachable | down), at scrape
 //   rustycage_gateway_inflight{host}                            gauge     requests in flight to each host, at scrape
@@ -41,6 +45,8 @@ class gateway_metrics {
     void upstream_failure(const std::string & host, const std::string & stage);
     void lookup(const std::string & host, bool answered);
     void lookup_time(double seconds);
+    void route_time(const std::string & inputs, double seconds);
+    void forward_time(double seconds);
     void cached_tokens(const std::string & host, const kv_answer & a);
 
     std::string expose() const { return registry.expose(); }
@@ -54,6 +60,8 @@ class gateway_metrics {
     metrics::counter_family & failures_;
     metrics::counter_family & lookups_;
     metrics::histogram_family & lookup_seconds_;
+    metrics::histogram_family & route_seconds_;
+    metrics::histogram_family & forward_seconds_;
     metrics::counter_family & cached_;
     metrics::collected_family & hosts_;
     metrics::collected_family & inflight_;

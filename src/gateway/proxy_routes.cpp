@@ -1,10 +1,11 @@
 #include "gateway/proxy_routes.h"
 
-#include <cstdio>
 #include <map>
+#include <set>
 
 #include "http/api_error.h"
 #include "http/json_fields.h"
+#include "gateway/prompt_keys.h"
 #include "gateway/request_shape.h"
 #include "gateway/upstream_call.h"
 #include "util/log.h"
@@ -23,25 +24,11 @@ http::http_response error(const std::string & path, int status, const std::strin
     return r;
 }
 
-std::string url_encode(const std::string & s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%%%02X", c);
-            out += buf;
-        }
-    }
-    return out;
-}
-
 std::string path_with_query(const http::http_request & req) {
     std::string out = req.path;
     char sep = '?';
     for (const auto & [k, v] : req.query) {
-        out += sep + url_encode(k) + "=" + url_encode(v);
+        out += sep + http::url_encode(k) + "=" + http::url_encode(v);
         sep = '&';
     }
     return out;
@@ -54,6 +41,8 @@ struct routing {
     std::map<std::string, lookup_reply> lookups;
     std::vector<route_candidate> inputs;
     std::vector<uint64_t> chain;        // the prompt's prefix keys
+    std::set<std::string> from_index;   // hosts whose answer in `lookups` the block index gave (none asked)
+    std::string how = "none";           // index | lookup | mixed | none: where the cache inputs came from
 };
 
 // The answer when no host can take the request: 404 for a model no host has, 503 while the hosts
@@ -71,6 +60,44 @@ http::http_response no_host(gateway_context & g, const request_shape & shape, co
     return error(path, 503, "no host that serves '" + shape.model + "' is up: " + holders);
 }
 
+// POST /v1/kv/lookup to each of `hosts` in parallel, waiting at most `timeout`; the answers into r.lookups.
+void ask_hosts(gateway_context & g, const request_shape & shape, const http::http_request & req, const std::vector<host_view> & hosts,
+               std::chrono::milliseconds timeout, routing & r) {
+    auto body = shape.lookup_body;
+    body["timeout_ms"] = std::max<int64_t>(1, timeout.count());
+    const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::vector<http::client_request> calls;
+    for (const auto & h : hosts) {
+        http::client_request c;
+        c.method = "POST";
+        c.url = h.url + "/v1/kv/lookup";
+        c.headers = {"Content-Type: application/json", "Expect:"};
+        for (auto & a : upstream_auth(g, req)) c.headers.push_back(std::move(a));
+        c.body = text;
+        c.timeout = timeout;
+        c.connect_timeout = std::min(timeout, g.opts.connect_timeout);
+        calls.push_back(std::move(c));
+    }
+    const auto t0 = clock::now();
+    auto replies = parallel_calls(calls);
+    g.metrics.lookup_time(std::chrono::duration<double>(clock::now() - t0).count());
+    for (size_t i = 0; i < replies.size(); ++i) {
+        const auto & id = hosts[i].id;
+        auto reply = parse_lookup_reply(replies[i]);
+        g.metrics.lookup(id, reply.answer.has_value());
+        if (reply.busy >= 0) g.hosts.note_load(id, reply.busy, reply.slots);
+        r.lookups[id] = std::move(reply);
+    }
+}
+
+// Where the gateway fetches a model's vocabulary: a candidate that has it loaded (its stream
+// announced it), else the first.
+std::string vocab_source(const gateway_context & g, const std::string & model, const std::vector<host_view> & candidates) {
+    for (const auto & h : candidates)
+        if (g.kv_feed.trusted(h.id) && h.model_loaded(model)) return h.url;
+    return candidates.front().url;
+}
+
 routing plan_request(gateway_context & g, const request_shape & shape, const http::http_request & req) {
     routing r;
     for (const auto & h : g.hosts.hosts())
@@ -80,32 +107,19 @@ routing plan_request(gateway_context & g, const request_shape & shape, const htt
     const auto affinity = g.index.affinity(r.chain, shape.canonical.size());
 
     if (g.opts.policy == route_policy::cache && shape.lookup && r.candidates.size() > 1) {
-        const auto timeout = affinity.empty() ? g.opts.lookup_grace : g.opts.lookup_timeout;
-        auto body = shape.lookup_body;
-        body["timeout_ms"] = std::max<int64_t>(1, timeout.count());
-        const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        std::vector<http::client_request> calls;
-        for (const auto & h : r.candidates) {
-            http::client_request c;
-            c.method = "POST";
-            c.url = h.url + "/v1/kv/lookup";
-            c.headers = {"Content-Type: application/json", "Expect:"};
-            for (auto & a : upstream_auth(g, req)) c.headers.push_back(std::move(a));
-            c.body = text;
-            c.timeout = timeout;
-            c.connect_timeout = std::min(timeout, g.opts.connect_timeout);
-            calls.push_back(std::move(c));
-        }
         const auto t0 = clock::now();
-        auto replies = parallel_calls(calls);
-        g.metrics.lookup_time(std::chrono::duration<double>(clock::now() - t0).count());
-        for (size_t i = 0; i < replies.size(); ++i) {
-            const auto & id = r.candidates[i].id;
-            auto reply = parse_lookup_reply(replies[i]);
-            g.metrics.lookup(id, reply.answer.has_value());
-            if (reply.busy >= 0) g.hosts.note_load(id, reply.busy, reply.slots);
-            r.lookups[id] = std::move(reply);
+        std::vector<host_view> ask = r.candidates;
+        if (auto vocab = g.opts.use_index ? g.vocabs.get(shape.model, vocab_source(g, shape.model, r.candidates)) : nullptr) {
+            auto known = answer_from_index(*vocab, shape.lookup_body, r.candidates, g.kv_feed, g.blocks);
+            for (auto & [id, answer] : known.answers) {
+                r.lookups[id].answer = answer;
+                r.from_index.insert(id);
+            }
+            std::erase_if(ask, [&](const host_view & h) { return r.from_index.contains(h.id); });
         }
+        if (!ask.empty()) ask_hosts(g, shape, req, ask, affinity.empty() ? g.opts.lookup_grace : g.opts.lookup_timeout, r);
+        r.how = ask.empty() ? "index" : r.from_index.empty() ? "lookup" : "mixed";
+        g.metrics.route_time(r.how, std::chrono::duration<double>(clock::now() - t0).count());
     }
     for (const auto & h : r.candidates) {
         route_candidate c;
@@ -148,6 +162,7 @@ void tag(http::http_response & r, const std::string & host, const std::string & 
 }
 
 http::http_response forward(gateway_context & g, const http::http_request & req) {
+    const auto arrived = clock::now();
     auto shape = shape_request(req.method, req.path, req.body, req.query);
     if (!shape.ok()) return error(req.path, 400, shape.err().message);
     routing r = plan_request(g, shape.value(), req);
@@ -165,6 +180,8 @@ http::http_response forward(gateway_context & g, const http::http_request & req)
         if (auto it = r.lookups.find(id); i == 0 && it != r.lookups.end() && it->second.answer) g.metrics.cached_tokens(id, *it->second.answer);
         rc::log::debug("gateway", "route", {{"path", req.path}, {"model", shape->model}, {"host", id}, {"reason", reason}});
 
+        const double routing_s = std::chrono::duration<double>(clock::now() - arrived).count();
+        if (i == 0) g.metrics.forward_time(routing_s);
         auto & hosts = g.hosts;
         auto attempt = std::make_shared<upstream_attempt>(
             upstream_request(g, *h, req), [&hosts, id] { return !host_view::routable_state(hosts.state_of(id)); }, [&hosts, id] { return hosts.state_of(id) == "down"; },
@@ -194,6 +211,7 @@ http::http_response forward(gateway_context & g, const http::http_request & req)
         out.content_type = type.empty() ? "application/json" : type;
         if (auto retry = attempt->header("Retry-After"); !retry.empty()) out.headers.push_back({"Retry-After", retry});
         tag(out, id, reason);
+        out.headers.push_back({"X-Rustycage-Route-Us", std::to_string(static_cast<long long>(routing_s * 1e6))});
         if (outcome == upstream_attempt::outcome::complete) {
             out.body = attempt->body();
             return out;
@@ -237,11 +255,12 @@ http::http_response explain(gateway_context & g, const http::http_request & req)
             if (const auto & a = it->second.answer)
                 lookup = {{"loaded", a->loaded}, {"prompt_tokens", a->prompt_tokens}, {"tiers", {{"context", a->context}, {"host", a->host}, {"disk", a->disk}}}};
         }
+        const char * source = r.from_index.contains(c->id) ? "index" : r.lookups.contains(c->id) ? "lookup" : "none";
         cands.push_back({{"id", c->id}, {"score", r.plan.scores[i]}, {"cached_share", cached_share(*c, g.opts.weights)}, {"busy", c->busy},
-                         {"slots", c->slots}, {"affinity", c->affinity}, {"lookup", lookup}, {"error", err}});
+                         {"slots", c->slots}, {"affinity", c->affinity}, {"lookup", lookup}, {"source", source}, {"error", err}});
     }
     http::http_response out;
-    out.body = ojson{{"model", shape->model}, {"policy", policy_name(g.opts.policy)}, {"chosen", r.plan.order.front()}, {"reason", r.plan.reason},
+    out.body = ojson{{"model", shape->model}, {"policy", policy_name(g.opts.policy)}, {"chosen", r.plan.order.front()}, {"reason", r.plan.reason}, {"inputs", r.how},
                      {"candidates", cands}}
                    .dump();
     return out;

@@ -7,7 +7,7 @@ using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // the client's field order is kept (a template renders tools in it)
 
 constexpr char unit_sep = '\x1f', record_sep = '\x1e', group_sep = '\x1d';
 

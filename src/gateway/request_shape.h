@@ -21,7 +21,7 @@ struct request_shape {
     std::string model;            // as the client named it; "" when the request names none
     bool ollama = false;          // an Ollama route (/api/*, "/"): its error shapes and lookup dialect
     bool lookup = false;          // a prompt whose KV the hosts may hold: ask them (POST /v1/kv/lookup)
-    nlohmann::json lookup_body;   // that lookup's body (the client's fields plus "api")
+    nlohmann::ordered_json lookup_body;  // that lookup's body (the client's fields in their order, plus "api")
     std::string canonical;        // the prompt as text for the prefix index; empty: none
 };
 

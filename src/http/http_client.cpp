@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -255,6 +256,21 @@ result<client_reply> call(const client_request & req, transport_failure * failur
 
 result<client_reply> stream(const client_request & req, const stream_handlers & handlers, transport_failure * failure) {
     return perform(req, &handlers, failure);
+}
+
+std::string url_encode(std::string_view s) {
+    static const char * hex = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : s) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
 }
 
 }  // namespace rc::http

@@ -67,6 +67,9 @@ const char * describe(transport_failure f);
 // Everything but none and other.
 bool is_retryable(transport_failure f);
 
+// `s` percent-encoded for a URL's path segment or query value (RFC 3986 unreserved characters kept).
+std::string url_encode(std::string_view s);
+
 // One call, the body buffered (at most 64 MiB).
 result<client_reply> call(const client_request & req, transport_failure * failure = nullptr);
 

@@ -17,10 +17,12 @@ digest256 kv_identity::digest() const {
     return h.finish();
 }
 
-block_key root_key(const kv_identity & id, std::string_view cache_salt) {
+block_key root_key(const kv_identity & id, std::string_view cache_salt) { return root_key(id.digest(), cache_salt); }
+
+block_key root_key(const digest256 & identity_digest, std::string_view cache_salt) {
     sha256 h;
     uint64_t n = cache_salt.size();
-    h.feed(k_domain).feed_value(id.digest()).feed_value(n).feed(cache_salt);
+    h.feed(k_domain).feed_value(identity_digest).feed_value(n).feed(cache_salt);
     return {h.finish()};
 }
 

@@ -42,6 +42,9 @@ struct kv_identity {
 };
 
 block_key root_key(const kv_identity & id, std::string_view cache_salt);
+// The same from the identity's digest (what a host announces in its KV events: a reader computes
+// the host's keys without its model file).
+block_key root_key(const digest256 & identity_digest, std::string_view cache_salt);
 block_key full_block_key(const block_key & prev, std::span<const int32_t> tokens);
 block_key partial_block_key(const block_key & prev, std::span<const int32_t> tokens);
 

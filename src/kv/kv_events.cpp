@@ -13,6 +13,18 @@ uint64_t event_key(const block_key & k) {
     return out;
 }
 
+std::string event_key_hex(uint64_t key) {
+    static constexpr char digits[] = "0123456789abcdef";
+    uint8_t bytes[sizeof key];
+    std::memcpy(bytes, &key, sizeof key);
+    std::string out(2 * sizeof key, '0');
+    for (size_t i = 0; i < sizeof key; ++i) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    return out;
+}
+
 kv_event_log::kv_event_log(size_t capacity) : ring_(std::max<size_t>(capacity, 1)) {
     std::random_device rd;
     char buf[17];

@@ -26,6 +26,9 @@ namespace rc::kv {
 
 // A block's key as events carry it: its first 8 bytes (the gateway's index keys blocks by them).
 uint64_t event_key(const block_key & k);
+// An event key as the event stream writes it: its 8 bytes in memory order (the key's first 8
+// bytes), as 16 hex digits.
+std::string event_key_hex(uint64_t key);
 
 struct kv_event {
     enum class kind : uint8_t { added, removed, source_added, source_gone };

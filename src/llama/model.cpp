@@ -4,6 +4,7 @@
 #include <common.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "llama/backend.h"
@@ -27,6 +28,7 @@ result<std::shared_ptr<model>> model::load(const std::vector<std::string> & path
     params.n_gpu_layers = opts.n_gpu_layers < 0 ? 999 : opts.n_gpu_layers;
     params.load_mode = opts.use_mmap && !opts.no_alloc ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     params.no_alloc = opts.no_alloc;
+    params.vocab_only = opts.vocab_only;
     params.check_tensors = opts.check_tensors;
 
     std::shared_ptr<model> m(new model());
@@ -51,16 +53,23 @@ result<std::shared_ptr<model>> model::load(const std::vector<std::string> & path
     i.description = desc;
     i.size_bytes = llama_model_size(m->model_);
     i.n_params = llama_model_n_params(m->model_);
-    i.n_ctx_train = llama_model_n_ctx_train(m->model_);
-    i.n_embd = llama_model_n_embd(m->model_);
-    i.n_embd_out = llama_model_n_embd_out(m->model_);
-    i.n_layer = llama_model_n_layer(m->model_);
-    i.n_head = llama_model_n_head(m->model_);
-    i.n_head_kv = llama_model_n_head_kv(m->model_);
     i.n_vocab = llama_vocab_n_tokens(m->vocab_);
-    i.is_recurrent = llama_model_is_recurrent(m->model_);
-    i.is_hybrid = llama_model_is_hybrid(m->model_);
-    i.n_swa = llama_model_n_swa(m->model_);
+    if (opts.vocab_only) {
+        // llama.cpp reads no hyper-parameters then (asking for a layer's would abort): the training
+        // context comes from the metadata, the rest stays 0.
+        const std::string ctx_train = m->meta(i.architecture + ".context_length");
+        i.n_ctx_train = ctx_train.empty() ? 0 : std::atoi(ctx_train.c_str());
+    } else {
+        i.n_ctx_train = llama_model_n_ctx_train(m->model_);
+        i.n_embd = llama_model_n_embd(m->model_);
+        i.n_embd_out = llama_model_n_embd_out(m->model_);
+        i.n_layer = llama_model_n_layer(m->model_);
+        i.n_head = llama_model_n_head(m->model_);
+        i.n_head_kv = llama_model_n_head_kv(m->model_);
+        i.is_recurrent = llama_model_is_recurrent(m->model_);
+        i.is_hybrid = llama_model_is_hybrid(m->model_);
+        i.n_swa = llama_model_n_swa(m->model_);
+    }
     std::string pooling = m->meta(i.architecture + ".pooling_type");
     i.is_embedding = (!pooling.empty() && pooling != "0") || !llama_model_has_decoder(m->model_);
     i.has_chat_template = llama_model_chat_template(m->model_, nullptr) != nullptr;

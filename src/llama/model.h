@@ -18,6 +18,7 @@ struct model_load_options {
     bool use_mmap = true;
     bool check_tensors = false;  // validate tensor data on load (the quarantine load test)
     bool no_alloc = false;       // shapes, vocabulary and templates only, no weights (the device fit's look before a load)
+    bool vocab_only = false;     // vocabulary, templates and hyper-parameters only, no tensors (a vocab_file.h GGUF)
     std::string chat_template;   // overrides the GGUF's template when set (a store manifest's template)
 };
 

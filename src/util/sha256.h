@@ -12,6 +12,8 @@ namespace rc {
 using digest256 = std::array<uint8_t, 32>;
 
 std::string to_hex(const digest256 & d);
+// 64 hex digits (either case) → the digest; false, leaving `out` unspecified, for anything else.
+bool from_hex(std::string_view hex, digest256 & out);
 
 // Incremental hashing; feed() any number of times, then finish() once.
 class sha256 {

@@ -7,6 +7,8 @@
 #include <random>
 
 #include "gateway/block_index.h"
+#include "gateway/prompt_keys.h"
+#include "kv/block_key.h"
 #include "util/sha256.h"
 
 using namespace rc;
@@ -137,3 +139,26 @@ TEST(block_index, sixty_four_hosts_of_a_hundred_thousand_blocks_fit_in_about_ele
 }
 
 }  // namespace
+
+// The gateway's chain (prompt_keys.h) from the identity digest a host announces is the chain the
+// host computes from its identity (kv/block_key.h), salt included; a malformed digest gives none.
+TEST(prompt_chain, is_the_chain_a_host_computes_from_its_identity) {
+    const rc::kv::kv_identity id{"fingerprint-of-the-file", "k=f16 v=f16 layers=4"};
+    const std::string hex = rc::to_hex(id.digest());
+    std::vector<int32_t> tokens(100);
+    for (int i = 0; i < 100; ++i) tokens[i] = 7 * i + 3;
+    for (const std::string salt : {"", "tenant-a"}) {
+        const auto host = rc::kv::full_block_keys(rc::kv::root_key(id, salt), tokens, 16);
+        const auto gateway = rc::gateway::prompt_chain(hex, 16, salt, tokens);
+        ASSERT_EQ(gateway.size(), 6u);
+        ASSERT_EQ(host.size(), gateway.size());
+        for (size_t i = 0; i < host.size(); ++i) EXPECT_EQ(gateway[i], rc::gateway::short_key_of(host[i].d.data()));
+    }
+    EXPECT_NE(rc::gateway::prompt_chain(hex, 16, "a", tokens).front(), rc::gateway::prompt_chain(hex, 16, "b", tokens).front());
+    EXPECT_TRUE(rc::gateway::prompt_chain(hex.substr(1), 16, "", tokens).empty());
+    EXPECT_TRUE(rc::gateway::prompt_chain(std::string(64, 'g'), 16, "", tokens).empty());
+    EXPECT_TRUE(rc::gateway::prompt_chain(hex, 0, "", tokens).empty());
+    rc::digest256 back{};
+    ASSERT_TRUE(rc::from_hex(hex, back));
+    EXPECT_EQ(back, id.digest());
+}

@@ -84,6 +84,17 @@ class gateway_fleet : public fleet_fixture {
         r.timeout = timeout;
         return http::call(r);
     }
+    // Runs a short chat of `prompt` straight on host `id` (not through the gateway): its blocks stay there.
+    void run_on(const std::string & id, const std::string & prompt) {
+        http::client_request direct;
+        direct.method = "POST";
+        direct.url = record(id)->openai_url + "/v1/chat/completions";
+        direct.headers = {"Content-Type: application/json"};
+        direct.body = chat_body("tiny", prompt, 2);
+        direct.timeout = 60s;
+        auto answered = http::call(direct);
+        ASSERT_TRUE(answered.ok() && answered->ok()) << (answered.ok() ? answered->body : answered.err().message);
+    }
     // rustycage_gateway_routed_total for `host` (and `reason`, when given).
     double routed(const std::string & host, const std::string & reason = "") {
         double sum = 0;
@@ -150,20 +161,17 @@ TEST_F(gateway_fleet, a_model_only_one_host_has_is_routed_there_and_hostile_inpu
 TEST_F(gateway_fleet, a_cached_prefix_is_routed_to_its_host_and_a_hot_one_spreads) {
     // h2 alone has run this conversation: its lookup reports the prompt in its context.
     const std::string prompt = long_prompt("cache");
-    http::client_request direct;
-    direct.method = "POST";
-    direct.url = record("h2")->openai_url + "/v1/chat/completions";
-    direct.headers = {"Content-Type: application/json"};
-    direct.body = chat_body("tiny", prompt, 2);
-    direct.timeout = 60s;
-    ASSERT_TRUE(http::call(direct).ok());
+    ASSERT_NO_FATAL_FAILURE(run_on("h2", prompt));
 
     auto r = post("/v1/chat/completions", chat_body("tiny", prompt, 2));
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(r->header("X-Rustycage-Host"), "h2");
-    EXPECT_EQ(r->header("X-Rustycage-Route"), "cache_context");
-    EXPECT_EQ(routed("h2", "cache_context"), 1);
+    // From h2's lookup (the prompt in its context) or, once the gateway has the model's vocabulary,
+    // from the block index (the prompt's blocks in h2's host RAM): the cache decided either way.
+    const std::string reason = r->header("X-Rustycage-Route");
+    EXPECT_TRUE(reason == "cache_context" || reason == "cache_host") << reason;
+    EXPECT_EQ(routed("h2", reason), 1);
     // The gateway's explanation agrees.
     auto why = post("/v1/kv/lookup", json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", prompt}}}}}.dump());
     ASSERT_TRUE(why.ok() && why->ok()) << (why.ok() ? why->body : why.err().message);
@@ -355,14 +363,7 @@ TEST_F(gateway_fleet, the_block_index_follows_each_hosts_kv_events_and_a_killed_
 
     // A conversation sent straight to h2 leaves blocks in its tiers; they reach the index.
     const size_t before = g.blocks.blocks("h2");
-    http::client_request direct;
-    direct.method = "POST";
-    direct.url = record("h2")->openai_url + "/v1/chat/completions";
-    direct.headers = {"Content-Type: application/json"};
-    direct.body = chat_body("tiny", long_prompt("indexed"), 2);
-    direct.timeout = 60s;
-    auto answered = http::call(direct);
-    ASSERT_TRUE(answered.ok() && answered->ok());
+    ASSERT_NO_FATAL_FAILURE(run_on("h2", long_prompt("indexed")));
     ASSERT_TRUE(poll_until([&] { return g.blocks.blocks("h2") > before; }, 30s)) << feed().dump();
 
     // kill -9 of h2's server: its stream breaks, the host is untrusted at once.
@@ -389,4 +390,66 @@ TEST_F(gateway_fleet, the_block_index_follows_each_hosts_kv_events_and_a_killed_
         if (s.name == "rustycage_kv_tier_blocks") held += s.value;
     EXPECT_EQ(static_cast<double>(g.blocks.blocks("h2")), held) << "what the restarted server's tiers hold, nothing from before";
     std::cout << "[ measure  ] kill -9 of a host's server: untrusted by the gateway after " << untrusted_ms << " ms\n";
+}
+
+TEST_F(gateway_fleet, in_the_steady_state_the_gateway_routes_from_its_index_and_asks_no_host) {
+    auto & g = gw->context();
+    ASSERT_TRUE(poll_until([&] { return g.kv_feed.trusted("h1") && g.kv_feed.trusted("h2") && g.kv_feed.trusted("h3"); }, 30s))
+        << g.kv_feed.to_json().dump();
+    // h2 alone has run this conversation.
+    const std::string prompt = long_prompt("steady");
+    ASSERT_NO_FATAL_FAILURE(run_on("h2", prompt));
+    ASSERT_TRUE(poll_until([&] { return g.blocks.blocks("h2") > 0; }, 30s));
+
+    // The first explanation starts the vocabulary's fetch; once it is loaded, every candidate's
+    // input comes from the index.
+    const std::string explain_body = json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", prompt}}}}}.dump();
+    json why;
+    ASSERT_TRUE(poll_until([&] {
+        auto r = post("/v1/kv/lookup", explain_body);
+        if (!r.ok() || !r->ok()) return false;
+        why = json::parse(r->body);
+        return why["inputs"] == "index";
+    }, 60s)) << why.dump() << " " << g.vocabs.to_json().dump();
+    EXPECT_EQ(why["chosen"], "h2") << why.dump();
+    // Each index answer agrees with the host's own lookup, to within the partial block the index
+    // does not count (the host may hold the prompt's tail in its context).
+    for (const auto & c : why["candidates"]) {
+        EXPECT_EQ(c["source"], "index") << c.dump();
+        http::client_request ask;
+        ask.method = "POST";
+        ask.url = record(c["id"].get<std::string>())->openai_url + "/v1/kv/lookup";
+        ask.headers = {"Content-Type: application/json"};
+        ask.body = explain_body;
+        auto own = http::call(ask);
+        ASSERT_TRUE(own.ok() && own->ok());
+        const json a = json::parse(own->body);
+        const auto & t = c["lookup"]["tiers"];
+        const int index_cached = t["context"].get<int>() + t["host"].get<int>() + t["disk"].get<int>();
+        EXPECT_EQ(c["lookup"]["prompt_tokens"], a["prompt_tokens"]) << c.dump() << " vs " << a.dump();
+        EXPECT_LE(index_cached, a["cached_tokens"].get<int>()) << c.dump() << " vs " << a.dump();
+        EXPECT_GE(index_cached + 64, a["cached_tokens"].get<int>()) << c.dump() << " vs " << a.dump();
+    }
+
+    // Requests now: resumes of the conversation and new ones, and not one lookup sent.
+    auto lookups_sent = [&] {
+        double n = 0;
+        for (const auto & s : fleet::parse_prometheus_text(g.metrics.expose()))
+            if (s.name == "rustycage_gateway_lookups_total") n += s.value;
+        return n;
+    };
+    const double lookups_before = lookups_sent();
+    auto resumed = post("/v1/chat/completions", chat_body("tiny", prompt, 2));
+    ASSERT_TRUE(resumed.ok() && resumed->ok());
+    EXPECT_EQ(resumed->header("X-Rustycage-Host"), "h2");
+    EXPECT_EQ(resumed->header("X-Rustycage-Route"), "cache_host");
+    for (int i = 0; i < 4; ++i) {
+        auto r = post("/v1/chat/completions", chat_body("tiny", long_prompt("steady-" + std::to_string(i)), 2));
+        ASSERT_TRUE(r.ok() && r->ok());
+    }
+    EXPECT_EQ(lookups_sent(), lookups_before) << "no host asked in the steady state";
+    double from_index = 0;
+    for (const auto & s : fleet::parse_prometheus_text(g.metrics.expose()))
+        if (s.name == "rustycage_gateway_route_seconds_count" && s.labels.at("inputs") == "index") from_index += s.value;
+    EXPECT_GE(from_index, 5);
 }

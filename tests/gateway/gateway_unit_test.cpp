@@ -155,7 +155,7 @@ TEST(request_shape, reads_model_lookup_body_and_a_canonical_text_with_the_prefix
     EXPECT_EQ(s1->model, "tiny");
     EXPECT_TRUE(s1->lookup);
     EXPECT_EQ(s1->lookup_body["api"], "openai");
-    EXPECT_EQ(s1->lookup_body["messages"], turn1["messages"]);
+    EXPECT_EQ(s1->lookup_body["messages"].dump(), turn1["messages"].dump());
     EXPECT_TRUE(s2->canonical.starts_with(s1->canonical)) << "a resumed conversation extends the earlier text";
 
     // Another salt or model shares no prefix.
