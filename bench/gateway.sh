@@ -173,18 +173,20 @@ if [ "$mode" = scale ]; then
         wait_for "server $h" curl -sf "http://127.0.0.1:$port/v1/health/ready"
     done
     : >"$outdir/scale.jsonl"
-    for n in 3 16 64; do
-        for how in index lookup; do
-            log "scale: $n hosts, $how"
-            "$scale" --etcd "$etcd_url" --model-file "$model_file" --model scale --hosts "$n" "${reals[@]}" --mode "$how" \
-                --requests "${reps:-300}" --out "$outdir/scale.jsonl" >&2
+    for api in chat completions; do
+        for n in 3 16 64; do
+            for how in index lookup; do
+                log "scale: $api, $n hosts, $how"
+                "$scale" --etcd "$etcd_url" --model-file "$model_file" --model scale --hosts "$n" "${reals[@]}" --mode "$how" \
+                    --api "$api" --requests "${reps:-300}" --out "$outdir/scale.jsonl" >&2
+            done
         done
     done
     node - "$outdir/scale.jsonl" >"$outdir/scale.md" <<'EOF'
 const rows = require('fs').readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-console.log('| hosts | routing | overhead p50 (µs) | p99 (µs) | lookups / request | sim. hosts\' CPU s / 1k requests | hit rate |');
-console.log('|---:|---|---:|---:|---:|---:|---:|');
-for (const r of rows) console.log(`| ${r.hosts} | ${r.mode} | ${r.route_us_p50.toFixed(0)} | ${r.route_us_p99.toFixed(0)} | ${r.lookups_per_request.toFixed(2)} | ${r.sim_host_cpu_s_per_1k.toFixed(2)} | ${(100 * r.hit_rate).toFixed(0)} % |`);
+console.log('| requests | hosts | routing | overhead p50 (µs) | p99 (µs) | lookups / request | sim. hosts\' CPU s / 1k requests | hit rate |');
+console.log('|---|---:|---|---:|---:|---:|---:|---:|');
+for (const r of rows) console.log(`| ${r.api} | ${r.hosts} | ${r.mode} | ${r.route_us_p50.toFixed(0)} | ${r.route_us_p99.toFixed(0)} | ${r.lookups_per_request.toFixed(2)} | ${r.sim_host_cpu_s_per_1k.toFixed(2)} | ${(100 * r.hit_rate).toFixed(0)} % |`);
 EOF
     cat "$outdir/scale.md"
     log "results in $outdir (scale.jsonl, scale.md)"

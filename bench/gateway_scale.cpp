@@ -6,7 +6,11 @@
 // (X-Rustycage-Route-Us: arrival → the host call starting) is recorded.
 //
 //   rc-gateway-scale --etcd URL --model-file GGUF --hosts N --mode index|lookup [--real URL]…
-//                    [--blocks 100000] [--requests 400] [--conversations 40] [--words 300] [--out FILE]
+//                    [--api chat|completions] [--blocks 100000] [--requests 400] [--conversations 40]
+//                    [--words 300] [--out FILE]
+//
+// --api completions sends each conversation as one text prompt (no chat template to render): the
+// routing cost without the template's share.
 //
 // One JSON line per run (stdout, appended to --out): routing overhead p50/p99 (µs), lookups sent per
 // request, CPU seconds the simulated hosts spent answering lookups per 1,000 requests, hit rate
@@ -70,7 +74,7 @@ std::string words(std::mt19937_64 & rng, int n) {
 
 int main(int argc, char ** argv) {
     CLI::App app("rc-gateway-scale: the gateway's routing cost at N hosts");
-    std::string etcd_url, model_file, model = "scale", mode = "index", out_file;
+    std::string etcd_url, model_file, model = "scale", mode = "index", api = "chat", out_file;
     std::vector<std::string> real;
     int hosts = 64, requests = 400, conversations = 40, n_words = 300;
     size_t blocks = 100000;
@@ -80,6 +84,7 @@ int main(int argc, char ** argv) {
     app.add_option("--hosts", hosts, "Hosts in all (real + simulated)")->check(CLI::Range(1, 1024));
     app.add_option("--real", real, "A real server's URL (repeatable), serving --model");
     app.add_option("--mode", mode, "index (the block index) or lookup (ask every host)")->check(CLI::IsMember({"index", "lookup"}));
+    app.add_option("--api", api, "chat (/v1/chat/completions) or completions (/v1/completions, a text prompt)")->check(CLI::IsMember({"chat", "completions"}));
     app.add_option("--blocks", blocks, "Synthetic blocks each simulated host holds");
     app.add_option("--requests", requests, "Requests measured");
     app.add_option("--conversations", conversations, "Conversations started (then resumed)");
@@ -173,10 +178,17 @@ int main(int argc, char ** argv) {
     std::vector<conversation> convs;
     auto send = [&](conversation & c, std::vector<double> * route_us, int * hit, int * resumes) {
         const bool resume = !c.served_by.empty();
-        json body = {{"model", model}, {"messages", c.messages}, {"max_tokens", 1}, {"temperature", 0}};
+        json body = {{"model", model}, {"max_tokens", 1}, {"temperature", 0}};
+        if (api == "chat") {
+            body["messages"] = c.messages;
+        } else {
+            std::string prompt;
+            for (const auto & m : c.messages) prompt += m["role"].get<std::string>() + ": " + m["content"].get<std::string>() + "\n";
+            body["prompt"] = prompt;
+        }
         http::client_request r;
         r.method = "POST";
-        r.url = base + "/v1/chat/completions";
+        r.url = base + (api == "chat" ? "/v1/chat/completions" : "/v1/completions");
         r.headers = {"Content-Type: application/json"};
         r.body = body.dump();
         r.timeout = std::chrono::seconds(300);
@@ -221,7 +233,7 @@ int main(int argc, char ** argv) {
     const double lookups = metric_sum(g, "rustycage_gateway_lookups_total") - lookups0;
     const double host_cpu = sims.lookup_cpu_seconds() - cpu0;
 
-    json result = {{"mode", mode}, {"hosts", hosts}, {"real_hosts", n_real}, {"blocks_per_host", blocks}, {"requests", requests},
+    json result = {{"mode", mode}, {"api", api}, {"hosts", hosts}, {"real_hosts", n_real}, {"blocks_per_host", blocks}, {"requests", requests},
                    {"route_us_p50", percentile(route_us, 0.5)}, {"route_us_p99", percentile(route_us, 0.99)},
                    {"lookups_per_request", lookups / requests}, {"sim_host_cpu_s_per_1k", host_cpu / requests * 1000},
                    {"hit_rate", resumes ? static_cast<double>(hits) / resumes : 0.0}, {"resumes", resumes},

@@ -151,6 +151,7 @@ status sim_hosts::start(fleet::etcd_client & etcd, const fleet::fleet_keys & key
                       }});
     routes.push_back({"POST", "/sim/:id/v1/kv/lookup", [=, this](const http::http_request & req) { auto * h = find(req); return h ? lookup(*h, req) : missing(); }});
     routes.push_back({"POST", "/sim/:id/v1/chat/completions", [=, this](const http::http_request & req) { auto * h = find(req); return h ? complete(*h, req) : missing(); }});
+    routes.push_back({"POST", "/sim/:id/v1/completions", [=, this](const http::http_request & req) { auto * h = find(req); return h ? complete(*h, req) : missing(); }});
     http::http_server_options so;
     so.max_connections = 4096;
     so.on_exception = [](const http::http_request &, std::exception_ptr e) {

@@ -9,7 +9,7 @@
 //   POST /v1/kv/lookup  what a host does: the body read and rendered by the hosts' own reader
 //                       (api/request_prompt.h), tokenized, its key chain walked against its blocks;
 //                       the thread CPU time it takes is summed (the fleet's cost of being asked)
-//   POST /v1/chat/completions  stores the prompt's blocks (events out) and answers one token
+//   POST /v1/chat/completions, /v1/completions  stores the prompt's blocks (events out) and answers
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
