@@ -29,6 +29,7 @@ request_prompt read_request_prompt(const models::model_entry & entry, const llam
         }
         openai::read_sampling(body, in.params);
     }
+    if (in.chat) in.chat->prompt_only = true;  // the tokens are all a lookup needs
     auto rendered = render_prompts(m, n_ctx, in);
     return {std::move(rendered.prompts.front()), std::move(in.params.cache_salt)};
 }

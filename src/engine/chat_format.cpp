@@ -90,6 +90,7 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in, s
     inputs.enable_thinking = in.enable_thinking;
     inputs.chat_template_kwargs = in.template_kwargs;
     inputs.reasoning_format = in.reasoning_format;
+    inputs.prompt_only = in.prompt_only;
 
     chat_prompt out;
     out.tool_ids = ids;
@@ -98,6 +99,7 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in, s
     if (!rendered) return rendered.err();
     out.text = std::move(params.prompt);
     out.additional_stops = params.additional_stops;
+    if (in.prompt_only) return out;
 
     auto & g = out.grammar;
     if (!params.grammar.empty()) {

@@ -31,6 +31,9 @@ struct chat_input {
     std::map<std::string, std::string> template_kwargs;
     common_reasoning_format reasoning_format = COMMON_REASONING_FORMAT_AUTO;
     bool add_generation_prompt = true;
+    // Only the prompt text is wanted (a prefix-cache lookup tokenizes it): no grammar, output parser or
+    // generation prompt is made (llama.cpp renders the template once instead of three times).
+    bool prompt_only = false;
     std::function<bool()> cancelled;  // true once the client left: the render stops (may be empty)
 };
 

@@ -51,6 +51,10 @@ result<std::string> fetch_vocab(const std::string & host_url, const std::string 
     req.url = host_url + "/v1/kv/vocab?model=" + http::url_encode(model);
     if (!api_key.empty()) req.headers.push_back("Authorization: Bearer " + api_key);
     req.timeout = std::chrono::seconds(30);
+    // A host that stops sending (or trickles) is left after 5 s, not 30: its fetch holds a worker.
+    req.stall_timeout = std::chrono::seconds(5);
+    req.low_speed_bytes = 64 << 10;
+    req.low_speed_time = std::chrono::seconds(5);
     auto reply = http::call(req);
     if (!reply) return reply.err();
     if (!reply->ok()) return make_error(errc::unavailable, "GET /v1/kv/vocab answered HTTP " + std::to_string(reply->status) + ": " + reply->body.substr(0, 300));
@@ -74,6 +78,7 @@ result<model_vocab> load_model_vocab(const std::string & gguf_bytes) {
     llama::model_load_options lo;
     lo.vocab_only = true;
     lo.use_mmap = false;
+    lo.tokenize_cache_bytes = vocab_tokenize_cache_bytes;  // resumed conversations re-tokenize only their new turns
     lo.chat_template = v.entry.template_text.value_or("");  // as the hosts' model manager loads it
     auto m = llama::model::load(file.path(), lo);
     if (!m) return make_error(errc::invalid_argument, "llama.cpp could not load the vocabulary: " + m.err().message);
@@ -82,7 +87,9 @@ result<model_vocab> load_model_vocab(const std::string & gguf_bytes) {
 }
 
 model_vocabs::model_vocabs(fetch_fn fetch, std::chrono::milliseconds retry_after, size_t max_models)
-    : fetch_(std::move(fetch)), retry_after_(retry_after), max_models_(std::max<size_t>(1, max_models)), worker_([this] { run(); }) {}
+    : fetch_(std::move(fetch)), retry_after_(retry_after), max_models_(std::max<size_t>(1, max_models)) {
+    for (size_t i = 0; i < fetch_workers; ++i) workers_.emplace_back([this] { run(); });
+}
 
 model_vocabs::~model_vocabs() {
     {
@@ -90,7 +97,7 @@ model_vocabs::~model_vocabs() {
         stop_ = true;
     }
     cv_.notify_all();
-    worker_.join();
+    for (auto & w : workers_) w.join();
 }
 
 std::shared_ptr<const model_vocab> model_vocabs::get(const std::string & model, const std::string & host_url) {

@@ -7,8 +7,9 @@
 //
 // Contract:
 // * get() never waits: it answers with what is loaded, else queues one fetch for the model on the
-//   cache's own thread and answers nullptr (the router asks the hosts meanwhile). A failed fetch is
-//   logged and not retried for `retry_after`.
+//   cache's own threads (4, so one slow host delays no other model's) and answers nullptr (the router
+//   asks the hosts meanwhile). A failed fetch is logged and not retried for `retry_after`; a host that
+//   stops sending for 5 s fails it (a stopping gateway waits at most that long for a fetch).
 // * A model's vocabulary is kept while the gateway runs (at most `max_models`, least recently used
 //   out first); forget() drops one (a host announced a different file for it).
 // Thread-safe.
@@ -21,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +40,11 @@ struct model_vocab {
 // GET `host_url`/v1/kv/vocab?model=… (with `api_key` as a bearer key when set): the body, or the
 // host's error. At most 64 MiB (the HTTP client's bound).
 result<std::string> fetch_vocab(const std::string & host_url, const std::string & model, const std::string & api_key);
+
+// What each loaded vocabulary keeps of the prompts it tokenized (llama/piece_tokenizer.h): a resumed
+// conversation re-tokenizes only its new turn. 32 MiB holds the pieces of ~1,000 conversations of
+// 2k tokens; at most max_models × this in all.
+inline constexpr size_t vocab_tokenize_cache_bytes = size_t{32} << 20;
 
 // Loads a vocabulary GGUF (bytes as GET /v1/kv/vocab sends them). Errors: invalid_argument.
 result<model_vocab> load_model_vocab(const std::string & gguf_bytes);
@@ -74,7 +81,9 @@ class model_vocabs {
     std::map<std::string, slot> models_;
     std::deque<std::pair<std::string, std::string>> queue_;  // (model, host url)
     bool stop_ = false;
-    std::thread worker_;
+    // Fetches run side by side: a host slow to answer one model's vocabulary delays no other's.
+    static constexpr size_t fetch_workers = 4;
+    std::vector<std::thread> workers_;
 };
 
 }  // namespace rc::gateway

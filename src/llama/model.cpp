@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "llama/backend.h"
+#include "llama/piece_tokenizer.h"
 #include "util/log.h"
 
 namespace rc::llama {
@@ -75,6 +76,8 @@ result<std::shared_ptr<model>> model::load(const std::vector<std::string> & path
     i.has_chat_template = llama_model_chat_template(m->model_, nullptr) != nullptr;
     for (llama_token t = 0; t < i.n_vocab; ++t) m->longest_token_bytes_ = std::max(m->longest_token_bytes_, m->token_to_piece(t, true).size());
 
+    if (opts.tokenize_cache_bytes > 0) m->pieces_ = std::make_unique<piece_tokenizer>(m->vocab_, m->meta("tokenizer.ggml.model"), opts.tokenize_cache_bytes);
+
     if (!i.is_embedding) {
         // The templates are parsed and trial-rendered here (llama.cpp detects what each can do), so
         // a hostile one fails its budget at load: the model does not load, and the quarantine says why.
@@ -111,6 +114,7 @@ std::string model::meta(const std::string & key) const {
 }
 
 std::vector<llama_token> model::tokenize(const std::string & text, bool add_special, bool parse_special) const {
+    if (pieces_) return pieces_->tokenize(text, add_special, parse_special);
     return common_tokenize(vocab_, text, add_special, parse_special);
 }
 

@@ -20,6 +20,9 @@ struct model_load_options {
     bool no_alloc = false;       // shapes, vocabulary and templates only, no weights (the device fit's look before a load)
     bool vocab_only = false;     // vocabulary, templates and hyper-parameters only, no tensors (a vocab_file.h GGUF)
     std::string chat_template;   // overrides the GGUF's template when set (a store manifest's template)
+    // > 0: tokenize() keeps pieces of the prompts it tokenized, up to this many bytes, and re-tokenizes
+    // only new pieces (piece_tokenizer.h; the fleet gateway's vocabularies). 0: every text whole.
+    size_t tokenize_cache_bytes = 0;
 };
 
 // What the server reports about a model; all read from the GGUF at load time.
@@ -42,6 +45,8 @@ struct model_info {
     int n_swa = 0;
     bool has_chat_template = false;
 };
+
+class piece_tokenizer;
 
 class model {
   public:
@@ -79,6 +84,7 @@ class model {
     llama_model * model_ = nullptr;
     const llama_vocab * vocab_ = nullptr;
     common_chat_templates_ptr templates_;
+    std::unique_ptr<piece_tokenizer> pieces_;  // set by tokenize_cache_bytes
     model_info info_;
     size_t longest_token_bytes_ = 1;
 };

@@ -5,12 +5,15 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "fake_etcd.h"
 #include "gateway/host_table.h"
 #include "gateway/kv_event_feed.h"
+#include "gateway/model_vocabs.h"
 #include "http/server_shell.h"
 #include "http/stream_writer.h"
 #include "gateway/prefix_index.h"
@@ -356,4 +359,32 @@ TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_
     done = true;
     feed.stop();
     host.stop();
+}
+
+// A host slow to send one model's vocabulary must not hold up another model's: the fetches run side
+// by side (with one worker the second fetch waited for the first, up to its 30 s timeout).
+TEST(model_vocabs, a_slow_fetch_delays_no_other_model) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool release = false;
+    model_vocabs vocabs([&](const std::string &, const std::string & model) -> result<std::string> {
+        if (model == "slow") {
+            std::unique_lock lock(mu);
+            cv.wait(lock, [&] { return release; });
+        }
+        return make_error(errc::unavailable, "no vocabulary here");
+    });
+    EXPECT_EQ(vocabs.get("slow", "http://h1"), nullptr);
+    EXPECT_EQ(vocabs.get("fast", "http://h2"), nullptr);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (vocabs.to_json()["fast"]["state"] != "failed" && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto states = vocabs.to_json();
+    EXPECT_EQ(states["fast"]["state"], "failed") << states.dump();
+    EXPECT_EQ(states["slow"]["state"], "fetching") << states.dump();
+    EXPECT_EQ(vocabs.get("fast", "http://h2"), nullptr) << "a failed fetch is not retried at once";
+    {
+        std::lock_guard lock(mu);
+        release = true;
+    }
+    cv.notify_all();
 }

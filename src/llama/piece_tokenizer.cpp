@@ -1,0 +1,171 @@
+#include "llama/piece_tokenizer.h"
+
+#include <common.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace rc::llama {
+
+// Every special token's text (what llama.cpp's partition looks for), as a byte trie: the longest
+// special token starting at a position in O(its length).
+struct piece_tokenizer::trie {
+    struct node {
+        std::vector<std::pair<unsigned char, int32_t>> next;  // sorted by byte
+        int32_t token = -1;                                   // a special token ends here
+        bool cut = false;                                     // ... and a piece may start with it
+    };
+    std::vector<node> nodes{1};
+    size_t longest = 0;
+
+    void add(std::string_view text, llama_token id, bool cut) {
+        int32_t at = 0;
+        for (unsigned char c : text) {
+            auto & nx = nodes[static_cast<size_t>(at)].next;
+            auto it = std::lower_bound(nx.begin(), nx.end(), c, [](const auto & e, unsigned char b) { return e.first < b; });
+            if (it == nx.end() || it->first != c) {
+                it = nx.insert(it, {c, static_cast<int32_t>(nodes.size())});
+                nodes.emplace_back();
+            }
+            at = it->second;
+        }
+        auto & n = nodes[static_cast<size_t>(at)];
+        // Two tokens with one text: which one the partition picks is not ours to know; cut at neither.
+        n.cut = n.token < 0 && cut;
+        n.token = id;
+        longest = std::max(longest, text.size());
+    }
+
+    struct match {
+        size_t length = 0;  // 0: none
+        bool cut = false;
+    };
+    match longest_at(std::string_view text, size_t pos) const {
+        match m;
+        int32_t at = 0;
+        for (size_t i = pos; i < text.size(); ++i) {
+            const auto & nx = nodes[static_cast<size_t>(at)].next;
+            const unsigned char c = static_cast<unsigned char>(text[i]);
+            auto it = std::lower_bound(nx.begin(), nx.end(), c, [](const auto & e, unsigned char b) { return e.first < b; });
+            if (it == nx.end() || it->first != c) break;
+            at = it->second;
+            const auto & n = nodes[static_cast<size_t>(at)];
+            if (n.token >= 0) m = {i + 1 - pos, n.cut};
+        }
+        return m;
+    }
+};
+
+piece_tokenizer::piece_tokenizer(const llama_vocab * vocab, std::string_view tokenizer_model, size_t max_bytes)
+    : vocab_(vocab), specials_(std::make_unique<trie>()), max_bytes_(max_bytes) {
+    const auto type = llama_vocab_type(vocab);
+    splits_ = (type == LLAMA_VOCAB_TYPE_SPM || (type == LLAMA_VOCAB_TYPE_BPE && tokenizer_model != "hybriddna" && tokenizer_model != "whitespace")) &&
+              !llama_vocab_get_add_eos(vocab);
+    const int n = llama_vocab_n_tokens(vocab);
+    for (llama_token id = 0; splits_ && id < n; ++id) {
+        const auto attr = llama_vocab_get_attr(vocab, id);
+        if (!(attr & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED | LLAMA_TOKEN_ATTR_UNKNOWN))) continue;
+        const char * t = llama_vocab_get_text(vocab, id);
+        const std::string_view text = t ? t : "";
+        if (text.empty()) {
+            splits_ = false;  // an empty special token: llama.cpp's partition of it is not one we can follow
+            break;
+        }
+        const bool cut = (attr & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED)) && !(attr & LLAMA_TOKEN_ATTR_LSTRIP) &&
+                         !std::isspace(static_cast<unsigned char>(text.front())) && !std::isspace(static_cast<unsigned char>(text.back()));
+        specials_->add(text, id, cut);
+    }
+}
+
+piece_tokenizer::~piece_tokenizer() = default;
+
+std::vector<size_t> piece_tokenizer::cuts(std::string_view text) const {
+    std::vector<size_t> out;
+    if (!splits_) return out;
+    const auto & first = specials_->nodes.front().next;
+    bool starts[256] = {};
+    for (const auto & [c, _] : first) starts[c] = true;
+    for (size_t p = 1; p < text.size(); ++p) {
+        if (!starts[static_cast<unsigned char>(text[p])]) continue;
+        const auto s = specials_->longest_at(text, p);
+        if (s.length == 0 || !s.cut) continue;
+        // No other occurrence at least as long overlaps [p, p + |S|): one starting before p and
+        // reaching into it, or one starting inside it.
+        bool clear = true;
+        const size_t from = p >= specials_->longest ? p - specials_->longest + 1 : 0;
+        for (size_t q = from; clear && q < p + s.length; ++q) {
+            if (q == p || !starts[static_cast<unsigned char>(text[q])]) continue;
+            const auto t = specials_->longest_at(text, q);
+            if (t.length >= s.length && q + t.length > p) clear = false;
+        }
+        if (!clear) continue;
+        out.push_back(p);
+        p += s.length - 1;
+    }
+    return out;
+}
+
+std::vector<llama_token> piece_tokenizer::tokenize_whole(const std::string & text, bool add_special, bool parse_special) const {
+    return common_tokenize(vocab_, text, add_special, parse_special);
+}
+
+std::vector<llama_token> piece_tokenizer::piece(std::string_view text, bool first, bool add_special, bool parse_special) const {
+    const bool bos = first && add_special;  // only the first piece takes the vocabulary's BOS
+    std::string key;
+    key.reserve(text.size() + 1);
+    key.push_back(static_cast<char>((bos ? 1 : 0) | (parse_special ? 2 : 0)));
+    key.append(text);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = kept_.find(key);
+        if (it != kept_.end()) {
+            ages_.splice(ages_.begin(), ages_, it->second.age);
+            ++stats_.hits;
+            return *it->second.tokens;
+        }
+        ++stats_.misses;
+    }
+    auto tokens = std::make_shared<const std::vector<llama_token>>(tokenize_whole(std::string(text), bos, parse_special));
+    const size_t cost = key.size() * 2 + tokens->size() * sizeof(llama_token) + 96;  // the key is held twice (map, ages)
+    if (cost > max_bytes_) return *tokens;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (kept_.contains(key)) return *tokens;  // another thread kept it meanwhile
+    ages_.push_front(key);
+    kept_.emplace(std::move(key), entry{tokens, ages_.begin()});
+    stats_.bytes += cost;
+    while (stats_.bytes > max_bytes_ && !ages_.empty()) {
+        auto old = kept_.find(ages_.back());
+        stats_.bytes -= old->first.size() * 2 + old->second.tokens->size() * sizeof(llama_token) + 96;
+        kept_.erase(old);
+        ages_.pop_back();
+    }
+    stats_.entries = kept_.size();
+    return *tokens;
+}
+
+std::vector<llama_token> piece_tokenizer::tokenize(const std::string & text, bool add_special, bool parse_special) const {
+    // Without parse_special only user-defined tokens are cut at by llama.cpp: the control tokens
+    // a cut is made at would stay text. Tokenize whole then (kept as one piece).
+    const auto at = parse_special ? cuts(text) : std::vector<size_t>{};
+    std::vector<llama_token> out;
+    size_t begin = 0;
+    for (size_t i = 0; i <= at.size(); ++i) {
+        const size_t end = i < at.size() ? at[i] : text.size();
+        const auto part = piece(std::string_view(text).substr(begin, end - begin), i == 0, add_special, parse_special);
+        if (i > 0) {
+            const auto s = specials_->longest_at(text, begin);
+            const char * t = part.empty() ? nullptr : llama_vocab_get_text(vocab_, part.front());
+            if (!t || std::string_view(t) != std::string_view(text).substr(begin, s.length)) return tokenize_whole(text, add_special, parse_special);
+        }
+        out.insert(out.end(), part.begin(), part.end());
+        begin = end;
+    }
+    return out;
+}
+
+piece_tokenizer::stats piece_tokenizer::counters() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+}
+
+}  // namespace rc::llama

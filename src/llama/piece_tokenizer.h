@@ -1,0 +1,72 @@
+#pragma once
+// Exact tokenization of long prompts in pieces, each piece's tokens kept by its text — so a resumed
+// conversation, whose rendered prompt repeats the previous one and adds a turn, tokenizes only the
+// turn. The fleet gateway's key chains use it (gateway/model_vocabs.h).
+//
+// Why the pieces give llama.cpp's tokens exactly: llama.cpp first cuts the text at special-token
+// occurrences (longest tokens first, each occurrence claimed from raw text) and then tokenizes each
+// raw fragment on its own; the only state carried from one fragment to the next is whether the
+// previous one was a special token (SPM's space prefix). So a cut just before a special token S that
+// the partition is sure to claim splits the token list there too. S is sure to be claimed when:
+//   * no other special-token occurrence at least as long as S overlaps S's bytes (nothing that is
+//     claimed before S can take them; shorter ones come after S);
+//   * S has no lstrip attribute (it would strip the end of the piece before it) and its text
+//     neither starts nor ends with whitespace (another token's strip could not reach into it).
+// Each piece after the first starts with S, is tokenized without BOS and must begin with S's id
+// (checked; anything else falls back to tokenizing the whole text). Used only for vocabularies
+// whose fragments are tokenized independently: SPM and BPE (not the hybrid-DNA or whitespace BPE
+// sessions), without an appended EOS; any other tokenizes the whole text every time.
+#include <llama.h>
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rc::llama {
+
+class piece_tokenizer {
+  public:
+    // `max_bytes`: what the kept pieces may hold (text + tokens); the least recently used go first.
+    piece_tokenizer(const llama_vocab * vocab, std::string_view tokenizer_model, size_t max_bytes);
+    ~piece_tokenizer();
+    piece_tokenizer(const piece_tokenizer &) = delete;
+    piece_tokenizer & operator=(const piece_tokenizer &) = delete;
+
+    // The tokens llama_tokenize gives for `text`. Thread-safe.
+    std::vector<llama_token> tokenize(const std::string & text, bool add_special, bool parse_special) const;
+
+    // Where the pieces of `text` start after the first (byte offsets): exposed for tests.
+    std::vector<size_t> cuts(std::string_view text) const;
+    bool splits() const { return splits_; }  // false: this vocabulary is always tokenized whole
+
+    struct stats {
+        size_t hits = 0, misses = 0, bytes = 0, entries = 0;
+    };
+    stats counters() const;
+
+  private:
+    struct trie;
+    std::vector<llama_token> tokenize_whole(const std::string & text, bool add_special, bool parse_special) const;
+    std::vector<llama_token> piece(std::string_view text, bool first, bool add_special, bool parse_special) const;
+
+    const llama_vocab * vocab_;
+    bool splits_ = false;
+    std::unique_ptr<trie> specials_;
+
+    size_t max_bytes_;
+    mutable std::mutex mutex_;
+    struct entry {
+        std::shared_ptr<const std::vector<llama_token>> tokens;
+        std::list<std::string>::iterator age;
+    };
+    mutable std::list<std::string> ages_;  // most recently used first
+    mutable std::unordered_map<std::string, entry> kept_;
+    mutable stats stats_;
+};
+
+}  // namespace rc::llama

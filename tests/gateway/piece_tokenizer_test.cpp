@@ -1,0 +1,185 @@
+// The gateway's piece tokenizer (llama/piece_tokenizer.h) gives llama.cpp's tokens exactly, cold and
+// from its kept pieces, for the real vocabularies in the pinned llama.cpp tree (models/ggml-vocab-*:
+// SPM, byte-level BPE with many pre-tokenizers, WPM), on texts made to break it: special tokens
+// next to each other, inside whitespace, cut in half, overlapping a longer one, and the vocabularies'
+// own tokenizer test strings. And a resumed chat re-tokenizes only its new turn.
+#include <gtest/gtest.h>
+
+#include <common.h>
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "llama/model.h"
+#include "llama/piece_tokenizer.h"
+
+namespace {
+
+using rc::llama::piece_tokenizer;
+
+std::shared_ptr<rc::llama::model> load_vocab(const std::string & name) {
+    rc::llama::model_load_options lo;
+    lo.vocab_only = true;
+    auto m = rc::llama::model::load(std::string(RC_LLAMA_VOCABS_DIR) + "/ggml-vocab-" + name + ".gguf", lo);
+    EXPECT_TRUE(m.ok()) << name << ": " << (m.ok() ? "" : m.err().message);
+    return m.ok() ? m.value() : nullptr;
+}
+
+// The vocabulary's tokenizer test strings (models/ggml-vocab-*.gguf.inp), when it has them.
+std::vector<std::string> samples(const std::string & name) {
+    std::ifstream f(std::string(RC_LLAMA_VOCABS_DIR) + "/ggml-vocab-" + name + ".gguf.inp");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::vector<std::string> out;
+    const std::string all = ss.str(), sep = "\n__ggml_vocab_test__\n";
+    for (size_t at = 0; at < all.size();) {
+        const size_t end = all.find(sep, at);
+        out.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
+        if (end == std::string::npos) break;
+        at = end + sep.size();
+    }
+    if (out.empty()) out = {"Hello world", " Hello World!", "3.14 + 2 = 5.14", "🦙 llama.cpp", "\n\n\t  x"};
+    return out;
+}
+
+std::vector<std::string> special_texts(const llama_vocab * v) {
+    std::vector<std::string> out;
+    for (llama_token id = 0; id < llama_vocab_n_tokens(v); ++id) {
+        if (llama_vocab_get_attr(v, id) & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED | LLAMA_TOKEN_ATTR_UNKNOWN))
+            out.emplace_back(llama_vocab_get_text(v, id));
+    }
+    return out;
+}
+
+// Texts where a special token's occurrence overlaps a longer one's, so only the longer is claimed: a
+// token inside a longer one ("<unused1>" in "<unused12>"-like pairs), and a token whose head is the
+// tail of a longer one (T + the rest of S). Cutting before the shorter one there would be wrong.
+std::vector<std::string> overlapping(const std::vector<std::string> & specials) {
+    std::set<std::string> all(specials.begin(), specials.end());
+    std::map<std::string, std::string> by_prefix;  // a proper prefix → one special token starting with it
+    for (const auto & s : specials)
+        for (size_t k = 1; k < s.size(); ++k) by_prefix.emplace(s.substr(0, k), s);
+    std::vector<std::string> out;
+    for (const auto & t : specials) {
+        for (size_t i = 1; i < t.size() && out.size() < 4000; ++i) {
+            for (size_t n = 1; i + n <= t.size(); ++n)
+                if (n < t.size() && all.contains(t.substr(i, n))) out.push_back(t);
+            if (auto it = by_prefix.find(t.substr(i)); it != by_prefix.end()) out.push_back(t + it->second.substr(t.size() - i));
+        }
+    }
+    return out;
+}
+
+// A text of random parts: special tokens (whole, halved, doubled), the vocabulary's test strings,
+// whitespace runs, and the characters special tokens are made of.
+std::string hostile_text(std::mt19937 & rng, const std::vector<std::string> & specials, const std::vector<std::string> & overlaps,
+                         const std::vector<std::string> & strings) {
+    static const std::vector<std::string> ws = {" ", "  ", "\n", "\n\n", "\t", " \n ", "\r\n"};
+    static const std::string glue = "<|>[]/_:";
+    auto pick = [&](const auto & v) -> const auto & { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+    std::string t;
+    const int parts = std::uniform_int_distribution<int>(1, 24)(rng);
+    for (int i = 0; i < parts; ++i) {
+        switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
+            case 7: if (!overlaps.empty()) t += pick(overlaps); break;
+            case 0: case 1: if (!specials.empty()) t += pick(specials); break;
+            case 2: if (!specials.empty()) { const auto & s = pick(specials); t += s.substr(0, s.size() / 2); } break;
+            case 3: if (!specials.empty()) { const auto & s = pick(specials); t += s.substr(s.size() / 2) + s; } break;
+            case 4: t += pick(strings); break;
+            case 5: t += pick(ws); break;
+            default: t += glue[std::uniform_int_distribution<size_t>(0, glue.size() - 1)(rng)]; break;
+        }
+    }
+    return t;
+}
+
+class piece_tokenizer_vocab : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(piece_tokenizer_vocab, gives_llama_cpp_tokens_cold_and_kept) {
+    const auto m = load_vocab(GetParam());
+    ASSERT_TRUE(m);
+    const llama_vocab * v = m->vocab();
+    const piece_tokenizer pieces(v, m->meta("tokenizer.ggml.model"), size_t{8} << 20);
+    const auto specials = special_texts(v);
+    const auto strings = samples(GetParam());
+    const auto overlaps = overlapping(specials);
+    std::mt19937 rng(20261204);
+    size_t cut_texts = 0;
+    for (int n = 0; n < 400; ++n) {
+        std::string text = hostile_text(rng, specials, overlaps, strings);
+        // A conversation that grows: the same text again with more after it, so pieces are reused.
+        for (const std::string & t : {text, text + hostile_text(rng, specials, overlaps, strings)}) {
+            if (!pieces.cuts(t).empty()) ++cut_texts;
+            for (const bool add_special : {true, false}) {
+                for (const bool parse_special : {true, false}) {
+                    const auto want = common_tokenize(v, t, add_special, parse_special);
+                    ASSERT_EQ(pieces.tokenize(t, add_special, parse_special), want) << GetParam() << " add_special=" << add_special
+                                                                                      << " parse_special=" << parse_special << " text: " << t;
+                    ASSERT_EQ(pieces.tokenize(t, add_special, parse_special), want) << GetParam() << " (kept pieces) text: " << t;
+                }
+            }
+        }
+    }
+    const auto c = pieces.counters();
+    EXPECT_GT(c.hits, 0u);
+    EXPECT_LE(c.bytes, size_t{8} << 20);
+    if (pieces.splits()) {
+        EXPECT_GT(cut_texts, 100u) << "the texts should exercise the cuts";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(vocabularies, piece_tokenizer_vocab,
+                         ::testing::Values("llama-spm", "llama-bpe", "qwen2", "qwen35", "gemma-4", "phi-3", "command-r", "deepseek-coder",
+                                           "deepseek-llm", "gpt-2", "falcon", "mpt", "starcoder", "refact", "bert-bge"),
+                         [](const auto & param_info) {
+                             std::string n = param_info.param;
+                             for (auto & c : n) if (c == '-') c = '_';
+                             return n;
+                         });
+
+TEST(piece_tokenizer, resumed_chat_tokenizes_only_its_new_turn) {
+    const auto m = load_vocab("qwen2");
+    ASSERT_TRUE(m);
+    const piece_tokenizer pieces(m->vocab(), m->meta("tokenizer.ggml.model"), size_t{8} << 20);
+    ASSERT_TRUE(pieces.splits());
+    std::string chat = "<|im_start|>system\nYou are terse.<|im_end|>\n";
+    auto turn = [](const std::string & role, const std::string & text) { return "<|im_start|>" + role + "\n" + text + "<|im_end|>\n"; };
+    for (int i = 0; i < 6; ++i) chat += turn(i % 2 ? "assistant" : "user", "message " + std::to_string(i) + " with some words in it");
+    EXPECT_EQ(pieces.tokenize(chat + "<|im_start|>assistant\n", true, true), common_tokenize(m->vocab(), chat + "<|im_start|>assistant\n", true, true));
+    const auto before = pieces.counters();
+    // The next request: the same history, the reply and a new question.
+    chat += turn("assistant", "a reply") + turn("user", "a new question");
+    EXPECT_EQ(pieces.tokenize(chat + "<|im_start|>assistant\n", true, true), common_tokenize(m->vocab(), chat + "<|im_start|>assistant\n", true, true));
+    const auto after = pieces.counters();
+    EXPECT_GE(after.hits - before.hits, 13u) << "every piece of the history is kept";
+    EXPECT_LE(after.misses - before.misses, 4u) << "only the new turns' pieces are tokenized";
+}
+
+TEST(piece_tokenizer, cuts_only_before_tokens_nothing_longer_overlaps) {
+    const auto m = load_vocab("qwen2");
+    ASSERT_TRUE(m);
+    const piece_tokenizer pieces(m->vocab(), m->meta("tokenizer.ggml.model"), size_t{1} << 20);
+    EXPECT_EQ(pieces.cuts("hi<|im_start|>user"), (std::vector<size_t>{2}));
+    EXPECT_EQ(pieces.cuts("<|im_start|>x"), std::vector<size_t>{}) << "no cut at the start";
+    EXPECT_EQ(pieces.cuts("a<|im_end|><|im_start|>"), (std::vector<size_t>{1, 11}));
+    EXPECT_EQ(pieces.cuts("plain text with no special tokens"), std::vector<size_t>{});
+}
+
+TEST(piece_tokenizer, a_full_cache_drops_the_least_recently_used) {
+    const auto m = load_vocab("qwen2");
+    ASSERT_TRUE(m);
+    const piece_tokenizer pieces(m->vocab(), m->meta("tokenizer.ggml.model"), 4096);
+    for (int i = 0; i < 200; ++i) {
+        const std::string t = "turn " + std::to_string(i) + "<|im_start|>user\nquestion number " + std::to_string(i);
+        ASSERT_EQ(pieces.tokenize(t, true, true), common_tokenize(m->vocab(), t, true, true));
+    }
+    const auto c = pieces.counters();
+    EXPECT_LE(c.bytes, 4096u);
+    EXPECT_GT(c.entries, 0u);
+    EXPECT_LT(c.entries, 400u);
+}
+
+}  // namespace
