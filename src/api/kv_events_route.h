@@ -19,7 +19,8 @@
 //          | {"source":1,"op":"source_gone"}             its model unloaded: forget its blocks
 //
 // A reader applies the changes in order; each sets a state, so one a snapshot already shows changes
-// nothing. The epoch changes when the server restarts: a reader that reconnects with an old epoch
+// nothing. At most 8 streams are open at once (each holds a thread and began with a snapshot): one
+// more is answered 429 with Retry-After. The epoch changes when the server restarts: a reader that reconnects with an old epoch
 // (or falls behind the log) gets a snapshot, and knows to forget what it held for this server. The
 // stream ends when the server shuts down.
 #include <vector>

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <filesystem>
 #include <regex>
@@ -180,6 +181,39 @@ TEST(kv_events, the_snapshot_matches_the_tiers_and_the_stream_carries_each_store
     // The streams end when the server stops; a restarted server has another epoch.
     EXPECT_EQ(s.stop(), 0);
     ASSERT_TRUE(rc::test::poll_until([&] { return live.ended() && resumed.ended(); })) << "a stopping server ends its event streams";
+}
+
+// The status GET /v1/kv/events answers with (its headers only; the stream is left at once).
+std::pair<int, std::string> events_status(int port) {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(10);
+    int status = -1;
+    std::string retry_after;
+    c.Get(
+        "/v1/kv/events",
+        [&](const httplib::Response & res) {
+            status = res.status;
+            retry_after = res.get_header_value("Retry-After");
+            return false;
+        },
+        [](const char *, size_t) { return false; });
+    return {status, retry_after};
+}
+
+TEST(kv_events, more_readers_than_the_limit_are_refused_until_one_leaves) {
+    const auto model = std::vector<std::pair<std::string, std::string>>{{"demo", rc::test::model_path("tiny-chat")}};
+    rc::test::server_process s(model, tier_args);
+    ASSERT_TRUE(s.started());
+    std::vector<std::unique_ptr<event_reader>> readers;
+    for (int i = 0; i < 8; ++i) {
+        readers.push_back(std::make_unique<event_reader>(s.openai_port(), "/v1/kv/events"));
+        ASSERT_TRUE(rc::test::poll_until([&] { return !readers.back()->events().empty(); })) << "reader " << i << " got its snapshot";
+    }
+    const auto [refused, retry_after] = events_status(s.openai_port());
+    EXPECT_EQ(refused, 429) << "a ninth reader";
+    EXPECT_FALSE(retry_after.empty());
+    readers.pop_back();  // leaves at its next tick; its slot is free once the server's write fails
+    EXPECT_TRUE(rc::test::poll_until([&] { return events_status(s.openai_port()).first == 200; })) << "a reader left: room for another";
 }
 
 TEST(kv_events, a_restarted_server_has_another_epoch_and_its_disk_blocks_in_the_snapshot) {
