@@ -11,7 +11,9 @@
 // with `system`, `raw`, `context`, `think` and the model's Modelfile defaults); the session's
 // render_prompts renders and tokenizes it, so the tokens are the ones that route would submit, with
 // the cache salt it would pass (OpenAI's `cache_salt`; Ollama has none). A field that route refuses
-// is refused here the same way (400 naming it). The answer:
+// is refused here the same way (400 naming it) — except what only generation builds: the render is
+// the prompt alone (engine::chat_input::prompt_only), so a tool_choice or response_format the
+// template cannot enforce is refused by the generation, not by its lookup. The answer:
 //
 //   {"model":"demo", "loaded":true, "prompt_tokens":812, "cached_tokens":768,
 //    "tiers":{"context":512,"host":256,"disk":0}, "load":{"running":1,"queued":0,"slots":4}}
