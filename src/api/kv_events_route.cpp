@@ -1,4 +1,5 @@
 #include "api/kv_events_route.h"
+#include "api/kv_lookup_route.h"
 
 #include <atomic>
 #include <memory>
@@ -121,7 +122,7 @@ http_response events(api_context & ctx, const std::shared_ptr<reader_slots> & sl
         throw api_error(429, "this server already streams its KV events to " + std::to_string(max_readers) + " readers; retry later");
     }
     auto slot = std::make_shared<reader_slot>(slots);  // released when the stream (or a response never streamed) ends
-    return streamed_response("text/event-stream", {}, [log, resume, slot, stopping = ctx.stopping](stream_writer & w) {
+    return streamed_response("text/event-stream", {}, [&ctx, log, resume, slot, stopping = ctx.stopping](stream_writer & w) {
         uint64_t seq = 0;
         auto send_snapshot = [&] {
             const auto snap = log->snapshot();
@@ -137,11 +138,11 @@ http_response events(api_context & ctx, const std::shared_ptr<reader_slots> & sl
                 continue;
             }
             if (batch.events.empty()) {
-                if (!w.write(sse_event("tick", {{"seq", seq}}))) return;
+                if (!w.write(sse_event("tick", {{"seq", seq}, {"load", server_load(ctx)}}))) return;
                 continue;
             }
             seq = batch.events.back().seq;
-            if (!w.write(sse_event("kv", {{"seq", seq}, {"changes", changes_json(*log, batch.events)}}))) return;
+            if (!w.write(sse_event("kv", {{"seq", seq}, {"changes", changes_json(*log, batch.events)}, {"load", server_load(ctx)}}))) return;
         }
     });
 }

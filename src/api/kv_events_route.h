@@ -9,8 +9,11 @@
 // Each SSE event's data is one JSON object; a key is a block key's first 16 hex digits:
 //
 //   event: snapshot  {"epoch":"…","seq":N,"sources":[SOURCE…]}
-//   event: kv        {"seq":N,"changes":[CHANGE…]}        seq: the last event in the batch
-//   event: tick      {"seq":N}                              a second without events
+//   event: kv        {"seq":N,"changes":[CHANGE…],"load":LOAD}   seq: the last event in the batch
+//   event: tick      {"seq":N,"load":LOAD}                  a second without events
+//
+//   LOAD = {"running":R,"queued":Q,"slots":S}  the server's load as its lookups report it: a reader
+//          routing requests has it fresh (≤ 1 s) without asking
 //
 //   SOURCE = {"source":1,"model":"demo","block_size":64,"identity":"<64 hex>",
 //             "blocks":{"host":[KEY…],"disk":[KEY…]}}

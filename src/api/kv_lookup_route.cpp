@@ -28,6 +28,20 @@ http_response json_ok(const json & body) {
 
 json tiers_json(const engine::kv_lookup & l) { return {{"context", l.context}, {"host", l.host}, {"disk", l.disk}}; }
 
+}  // namespace
+
+json server_load(api_context & ctx) {
+    int running = 0, queued = 0;
+    ctx.models.visit_loaded([&](const models::loaded_model &, const engine::engine & e) {
+        const auto st = e.stats();
+        running += st.running;
+        queued += st.queued;
+    });
+    return {{"running", running}, {"queued", queued}, {"slots", ctx.opts.n_parallel}};
+}
+
+namespace {
+
 http_response lookup(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     const std::string requested = require_string(body, "model");
@@ -39,14 +53,8 @@ http_response lookup(api_context & ctx, const http_request & req) {
     if (!has_messages && !has_prompt) bad_request("'messages' or 'prompt' is required", "messages");
     const auto entry = find_model_entry(ctx, requested);
 
-    int running = 0, queued = 0;
-    ctx.models.visit_loaded([&](const models::loaded_model &, const engine::engine & e) {
-        const auto st = e.stats();
-        running += st.running;
-        queued += st.queued;
-    });
     json out = {{"model", entry.name}, {"loaded", false}, {"prompt_tokens", nullptr}, {"cached_tokens", 0},
-                {"tiers", tiers_json({})}, {"load", {{"running", running}, {"queued", queued}, {"slots", ctx.opts.n_parallel}}}};
+                {"tiers", tiers_json({})}, {"load", server_load(ctx)}};
     // A lookup never loads a model (tokenizing needs it); an unloaded one holds nothing.
     auto lease = ctx.models.peek(entry.name);
     if (!lease) return json_ok(out);

@@ -26,6 +26,8 @@
 // holds the model only while it asks (models::model_manager::peek: not a use, keep_alive runs on).
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "api/api_context.h"
 #include "http/http_server.h"
 
@@ -33,5 +35,9 @@ namespace rc::api {
 using namespace rc::http;  // written against the HTTP shell (src/http)
 
 std::vector<route> kv_lookup_routes(api_context & ctx);
+
+// The whole server's load as `load` above reads: {"running":R,"queued":Q,"slots":S} (also on every
+// KV event, api/kv_events_route.h).
+nlohmann::ordered_json server_load(api_context & ctx);
 
 }  // namespace rc::api

@@ -75,6 +75,7 @@ void host_table::apply(const fleet::etcd_kv & kv, bool deleted) {
             return;
         }
         e.record = r.value();
+        e.record_own = e.inflight;
         e.lapsed.reset();
         return;
     }
@@ -197,9 +198,15 @@ host_view host_table::view(const std::string & id, const entry & e, steady::time
         v.url = rec->openai_url;
         for (const auto & m : rec->models)
             if (m.status == "ready") v.models.push_back(m);
-        if (rec->load.known) v.reported_busy = static_cast<int>(rec->load.running + rec->load.queued);
+        if (rec->load.known) {
+            v.reported_busy = static_cast<int>(rec->load.running + rec->load.queued);
+            v.others_busy = std::max(0, v.reported_busy - e.record_own);
+        }
     }
-    if (e.lookup_busy >= 0 && now - e.lookup_at < lookup_load_fresh_for) v.reported_busy = e.lookup_busy;
+    if (e.lookup_busy >= 0 && now - e.lookup_at < lookup_load_fresh_for) {
+        v.reported_busy = e.lookup_busy;
+        v.others_busy = std::max(0, e.lookup_busy - e.lookup_own);
+    }
     const bool same_server = rec && rec->server.pid == e.ejected_pid && rec->openai_url == e.ejected_url;
     v.ejected = now < e.ejected_until && same_server;
     return v;
@@ -249,6 +256,7 @@ void host_table::note_load(const std::string & id, int busy, int slots) {
     std::lock_guard lock(mu_);
     auto & e = hosts_[id];
     e.lookup_busy = busy;
+    e.lookup_own = e.inflight;
     if (slots > 0) e.slots = slots;
     e.lookup_at = steady::now();
 }

@@ -46,13 +46,17 @@ struct host_view {
     std::vector<fleet::model_fact> models;  // servable ones (status ready)
     bool ejected = false;
     int inflight = 0;            // this gateway's requests to it, not yet finished
-    int reported_busy = -1;      // running + queued it last reported (lookup answer, else its record); -1: unknown
+    int reported_busy = -1;      // running + queued it last reported (KV event stream or lookup answer, else its record); -1: unknown
+    int others_busy = 0;         // of those, beyond this gateway's requests in flight when it reported
     int slots = 4;               // sequences a model decodes at once (from lookup answers; 4 until one says)
     static bool routable_state(const std::string & s) { return s == "up" || s == "unreachable"; }
     bool routable() const { return routable_state(state) && !ejected && !url.empty(); }
     bool serves(const std::string & model) const;        // a ready model of that name (store::same_model_name)
     bool model_loaded(const std::string & model) const;  // ... and loaded, as the record says
-    int busy() const { return std::max(inflight, reported_busy); }
+    // What it is busy with now: this gateway's requests in flight (exact, current) and what others
+    // sent it, as of its last report. A report counts this gateway's requests of its moment too;
+    // taking it whole would keep a host busy with requests that have since finished.
+    int busy() const { return inflight + others_busy; }
 };
 
 class host_table {
@@ -77,7 +81,7 @@ class host_table {
     std::shared_ptr<void> begin(const std::string & id);
     // A connection to `id` failed: route around it (see the contract).
     void eject(const std::string & id);
-    // What a lookup answer said: running + queued, and slots.
+    // What a lookup answer or a KV event stream said: running + queued, and slots (-1: keep the last known).
     void note_load(const std::string & id, int busy, int slots);
 
     // The table as /v1/gateway/hosts shows it.
@@ -94,7 +98,8 @@ class host_table {
         steady::time_point ejected_until{};
         int ejected_pid = 0;
         std::string ejected_url;
-        int lookup_busy = -1, slots = 4;
+        int record_own = 0;                        // inflight when the record arrived
+        int lookup_busy = -1, lookup_own = 0, slots = 4;  // lookup_own: inflight when it was noted
         steady::time_point lookup_at{};
     };
     void apply(const fleet::etcd_kv & kv, bool deleted);

@@ -38,6 +38,12 @@ void kv_event_feed::apply_source(stream_state & s, const json & src) {
 
 void kv_event_feed::apply(stream_state & s, const std::string & event, const json & data) {
     if (!data.is_object()) return;
+    // The host's load, fresh with every batch and tick: what routing weighs without asking.
+    if (auto l = data.find("load"); l != data.end() && l->is_object() && opts_.on_load) {
+        auto count = [&](const char * k) { return l->contains(k) && (*l)[k].is_number_unsigned() ? (*l)[k].get<int>() : -1; };
+        const int running = count("running"), queued = count("queued"), slots = count("slots");
+        if (running >= 0 && queued >= 0) opts_.on_load(s.host, running + queued, slots);
+    }
     std::lock_guard lock(mu_);
     s.connected = true;
     s.heard = steady::now();

@@ -18,6 +18,7 @@
 //   moved (another address); their index entries are forgotten. Thread-safe.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,9 @@ struct kv_feed_options {
     std::string host_api_key;  // sent as a bearer key when hosts require one
     std::chrono::milliseconds stall_after{3000};
     std::chrono::milliseconds retry_after{1000};
+    // Called with each load a host's events carry (running + queued, slots; -1 when not said), on the
+    // stream's thread: the gateway notes it as a lookup's (host_table::note_load).
+    std::function<void(const std::string & host, int busy, int slots)> on_load;
 };
 
 // What a host said about one of its models' keys: enough for the gateway to compute them.

@@ -1,8 +1,9 @@
 #include "llama/template_budget.h"
 
+#include "llama/render_threads.h"
+
 #include <jinja/budget.h>
 #include <malloc.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,38 +16,8 @@ namespace rc::llama {
 
 namespace {
 
-constexpr size_t k_render_stack_bytes = size_t{256} << 20;
-
 std::mutex g_limits_mu;
 template_limits g_limits;
-
-struct job {
-    const std::function<void()> * fn;
-    std::exception_ptr failure;
-};
-
-void * run_job(void * arg) {
-    auto * j = static_cast<job *>(arg);
-    try {
-        (*j->fn)();
-    } catch (...) {
-        j->failure = std::current_exception();
-    }
-    return nullptr;
-}
-
-// Runs fn on a fresh thread with a large stack and waits for it; false when no thread could be made.
-bool on_large_stack(job & j) {
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) != 0) return false;
-    pthread_attr_setstacksize(&attr, k_render_stack_bytes);
-    pthread_t t;
-    const int rc = pthread_create(&t, &attr, run_job, &j);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) return false;
-    pthread_join(t, nullptr);
-    return true;
-}
 
 }  // namespace
 
@@ -98,8 +69,15 @@ status run_template(const std::string & what, const std::function<void()> & fn, 
         } on_exit{tripped};
         fn();
     };
-    job j{&budgeted, nullptr};
-    if (!on_large_stack(j)) return make_error(errc::unavailable, what + ": no thread could be started for the render");
+    std::exception_ptr failure;
+    const std::function<void()> guarded = [&] {
+        try {
+            budgeted();
+        } catch (...) {
+            failure = std::current_exception();
+        }
+    };
+    if (!run_on_render_thread(guarded)) return make_error(errc::unavailable, what + ": no thread could be started for the render");
 
     // A budget error wins even when a caller inside llama.cpp caught it and failed differently.
     if (!tripped.empty()) {
@@ -110,9 +88,9 @@ status run_template(const std::string & what, const std::function<void()> & fn, 
         if (cancelled && cancelled()) return make_error(errc::invalid_argument, what + " was cancelled (the client left)");
         return make_error(errc::invalid_argument, what + " exceeded its budget: " + tripped);
     }
-    if (j.failure) {
+    if (failure) {
         try {
-            std::rethrow_exception(j.failure);
+            std::rethrow_exception(failure);
         } catch (const std::exception & e) {
             return make_error(errc::invalid_argument, what + ": " + e.what());
         } catch (...) {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "fake_etcd.h"
 #include "gateway/host_table.h"
@@ -285,12 +286,20 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
         auto t2 = t.begin("a");
         auto t3 = t.begin("a");
         EXPECT_EQ(t.host("a")->inflight, 3);
-        EXPECT_EQ(t.host("a")->busy(), 3);
+        EXPECT_EQ(t.host("a")->busy(), 5) << "the record (2, none of them this gateway's) and this gateway's 3";
     }
     EXPECT_EQ(t.host("a")->inflight, 0);
     t.note_load("a", 5, 8);
     EXPECT_EQ(t.host("a")->busy(), 5);
     EXPECT_EQ(t.host("a")->slots, 8);
+    {
+        auto t1 = t.begin("a");
+        auto t2 = t.begin("a");
+        t.note_load("a", 3, -1);  // reported with two of this gateway's requests running
+        EXPECT_EQ(t.host("a")->busy(), 3);
+        EXPECT_EQ(t.host("a")->slots, 8) << "-1 keeps the slots";
+    }
+    EXPECT_EQ(t.host("a")->busy(), 1) << "this gateway's finished requests no longer count; the other sender's one does";
 
     t.eject("a");
     EXPECT_FALSE(t.host("a")->routable());
@@ -332,14 +341,19 @@ TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_
                                                                                   {"blocks", {{"host", {"00112233445566778899", "8899aabbccddeeff"}}}}}}}};
                                                  if (!w.write("event: snapshot\ndata: " + snap.dump() + "\n\n")) return;
                                                  while (w.alive() && !done)
-                                                     if (!w.write("event: tick\ndata: {\"seq\":5}\n\n")) return;
+                                                     if (!w.write("event: tick\ndata: {\"seq\":5,\"load\":{\"running\":2,\"queued\":1,\"slots\":4}}\n\n")) return;
                                                      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
                                              });
                                          }}};
     };
     ASSERT_TRUE(host.start("127.0.0.1", {0}, routes, http::http_server_options{}).ok());
     block_index index;
-    kv_event_feed feed(index, kv_feed_options{"", std::chrono::milliseconds(3000), std::chrono::milliseconds(50)});
+    std::mutex load_mu;
+    std::vector<std::tuple<std::string, int, int>> loads;
+    kv_event_feed feed(index, kv_feed_options{"", std::chrono::milliseconds(3000), std::chrono::milliseconds(50), [&](const std::string & id, int busy, int slots) {
+                                                  std::lock_guard lock(load_mu);
+                                                  loads.emplace_back(id, busy, slots);
+                                              }});
     host_view h;
     h.id = "h1";
     h.state = "up";
@@ -356,6 +370,16 @@ TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_
         EXPECT_EQ(queries, (std::vector<std::string>{"fresh", "fresh"})) << "the malformed stream is not resumed";
     }
     EXPECT_EQ(feed.keys("h1", "m")->block_size, 64);
+    auto have_load = [&] {
+        std::lock_guard lock(load_mu);
+        return !loads.empty();
+    };
+    while (!have_load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+        std::lock_guard lock(load_mu);
+        ASSERT_FALSE(loads.empty()) << "the ticks' load reaches the router";
+        EXPECT_EQ(loads.back(), std::make_tuple(std::string("h1"), 3, 4)) << "running + queued, and the slots";
+    }
     done = true;
     feed.stop();
     host.stop();

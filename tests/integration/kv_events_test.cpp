@@ -157,8 +157,15 @@ TEST(kv_events, the_snapshot_matches_the_tiers_and_the_stream_carries_each_store
     ASSERT_TRUE(rc::test::poll_until(seen_is_tier)) << "the stream's picture is what /metrics counts";
     const auto events = live.events();
     uint64_t last_seq = 0;
-    for (const auto & [name, data] : events)
-        if (name == "kv" || name == "tick") last_seq = data["seq"];
+    for (const auto & [name, data] : events) {
+        if (name != "kv" && name != "tick") continue;
+        last_seq = data["seq"];
+        // Each carries the server's load, as its lookups report it (the gateway routes by it).
+        ASSERT_TRUE(data.contains("load")) << data.dump();
+        EXPECT_EQ(data["load"].value("slots", -1), 4) << data.dump();
+        EXPECT_GE(data["load"].value("running", -1), 0) << data.dump();
+        EXPECT_GE(data["load"].value("queued", -1), 0) << data.dump();
+    }
     ASSERT_GT(last_seq, snapshot["seq"].get<uint64_t>());
 
     // A resume from there: no snapshot, the next event is a tick or new changes.
