@@ -106,14 +106,16 @@ bench-full: build
 bench-kv: build
 	@bench/run.sh --kv-full --build $(BUILD) $(BENCH_GPU) $(BENCH_ARGS)
 
-# Releases (docs/RELEASING.md): dist/rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda}.tar.gz,
-# install.sh and SHA256SUMS. The CPU artifact is built in a Debian bullseye root (glibc 2.31).
-# Heavy (every CPU variant of ggml, the Vulkan shaders): not part of `make test`.
+# Releases (docs/RELEASING.md): dist/rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda11,cuda13}.tar.gz,
+# install.sh and SHA256SUMS. Every artifact is built in a Debian bullseye root (glibc 2.31).
+# Heavy (every CPU variant of ggml, the Vulkan shaders, CUDA kernels): not part of `make test`.
+# FLAVOURS=cpu,vulkan,cuda11,cuda13 picks them (auto: cpu and vulkan).
 RELEASE_FLAVOURS ?= auto
+FLAVOURS ?= $(RELEASE_FLAVOURS)
 .PHONY: release test-release test-vulkan
 release:
 	@scripts/setup.sh release vulkan
-	@scripts/release.sh --flavours $(RELEASE_FLAVOURS) --out dist
+	@scripts/release.sh --flavours $(FLAVOURS) --out dist
 
 # The release proofs: ELF checks (GLIBC_ <= 2.31 for cpu), `rustycage run` on a generated model and
 # the installer (install, no-op rerun, upgrade keeping rustycage.env, uninstall) in bullseye roots.

@@ -8,13 +8,16 @@
 #   scripts/build-cuda.sh llama          build llama.cpp's cuda flavour (scripts/llama.sh); prints its dir
 #
 # Flavours (scripts/install.sh carries the same table to pick one per host; a test keeps them equal):
-#   cuda11  nvcc 11.x (11.2 is bullseye's)  50-virtual 61 70 75 86, 86-virtual   driver >= 450.80.02
-#     Maxwell (5.x) through PTX the driver compiles once; Pascal (GTX 10xx, P40, P4: 6.1), Volta (V100,
-#     Titan V: 7.0), Turing (T4, RTX 20xx, GTX 16xx: 7.5) and Ampere (RTX 30xx, A2-A40, RTX A2000-A6000:
-#     8.6; Ada's 8.9 runs 8.6 code too) compiled for real; 86's PTX for newer cards. Not compiled
-#     for real: 6.0 (P100) and 8.0 (A100) run Maxwell's PTX, slower (no dp4a/tensor-core paths);
-#     an A100 gets full speed from cuda13 with a newer driver. Each architecture is another pass
-#     over ggml-cuda's kernels: four real ones keep a two-core build near the 90-minute mark.
+#   cuda11  nvcc 11.x (11.2 is bullseye's)  50-virtual 61 75 86 (each with its PTX)   driver >= 450.80.02
+#     Real code for Pascal (GTX 10xx, P40, P4: 6.1), Turing (T4, RTX 20xx, GTX 16xx: 7.5) and Ampere
+#     (RTX 30xx, A2-A40, RTX A2000-A6000: 8.6; Ada's 8.9 runs 8.6 code too). The rest through PTX the
+#     driver compiles once at first load (kept in its cache): Maxwell and P100 (5.x, 6.0) from
+#     compute_50; Volta (V100: 7.0) from compute_61 — ggml's dp4a kernels, no tensor-core flash
+#     attention (cuBLAS still uses the tensor cores); A100 (8.0) from compute_75 (Turing's tensor-core
+#     kernels); later cards from compute_86. Why not 70 for real (yet): nvcc passes per
+#     architecture are the build's cost and Volta's is the dearest (its tensor-core flash-attention
+#     instances take 2.6x Ampere's); a probe's estimate put it past 90 minutes, but this list's
+#     build took 44 min on two cores, so a real 70 (about 60 min, docs/RELEASING.md) is the next step.
 #   cuda13  nvcc 13.x                       75 80 86 89 90 100 120, 120-virtual   driver >= 580.65.06
 #     Turing … Blackwell (CUDA 13 dropped Maxwell, Pascal and Volta).
 #   (nvcc 12.x builds a developer-only cuda12: 50-virtual 61 70 75 80 86 89 90 [100 120 with 12.8+],
@@ -27,7 +30,7 @@ die() { echo "[build-cuda] error: $*" >&2; exit 1; }
 
 flavour_facts() {  # flavour → FLAVOUR_ARCHS, FLAVOUR_DRIVER
     case "$1" in
-        cuda11) FLAVOUR_ARCHS="50-virtual;61-real;70-real;75-real;86-real;86-virtual"; FLAVOUR_DRIVER=450.80.02 ;;
+        cuda11) FLAVOUR_ARCHS="50-virtual;61;75;86"; FLAVOUR_DRIVER=450.80.02 ;;
         cuda12) FLAVOUR_ARCHS="50-virtual;61-real;70-real;75-real;80-real;86-real;89-real;90-real;90-virtual"
                 [ "${minor:-0}" -lt 8 ] || FLAVOUR_ARCHS="${FLAVOUR_ARCHS%;90-virtual};100-real;120-real;120-virtual"
                 FLAVOUR_DRIVER=525.60.13 ;;

@@ -170,7 +170,7 @@ cuda_driver_floor() { case $1 in cuda13) echo 580.65.06 ;; cuda11) echo 450.80.0
 cuda_architectures() {
     case $1 in
         cuda13) echo "75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual" ;;
-        cuda11) echo "50-virtual;61-real;70-real;75-real;86-real;86-virtual" ;;
+        cuda11) echo "50-virtual;61;75;86" ;;
     esac
 }
 

@@ -56,8 +56,10 @@ patch_set_id() { patches | xargs -r cat | sha256sum | cut -c1-16; }
 apply_patches() {  # dir, cached (1) or the user's (0)
     local dir=$1 cached=$2 id p
     id=$(patch_set_id)
+    # A tree that records this patch set carries it (the cache's own, or bound into the release root):
+    # checking patch by patch would fail where a later patch changed an earlier one's context.
+    [ "$(cat "$dir/.rustycage-patches" 2>/dev/null)" = "$id" ] && return 0
     if [ "$cached" = 1 ]; then
-        [ "$(cat "$dir/.rustycage-patches" 2>/dev/null)" = "$id" ] && return 0
         git -C "$dir" reset -q --hard "$LLAMA_COMMIT"
         git -C "$dir" clean -qfd -e .rustycage-verified -e .rustycage-patches
     fi
@@ -116,6 +118,10 @@ SHARED_DL_FLAGS=(-DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF
                  -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN'
                  "-DCMAKE_SHARED_LINKER_FLAGS=$STATIC_RUNTIME" "-DCMAKE_MODULE_LINKER_FLAGS=$STATIC_RUNTIME"
                  "-DCMAKE_EXE_LINKER_FLAGS=$STATIC_RUNTIME")
+# The one CPU backend of the GPU flavours, at the AVX2 level, named: ggml turns these on by itself
+# only when GGML_NATIVE may default on, and a release build sets SOURCE_DATE_EPOCH, which turns that
+# default off (the CPU backend was built for plain x86-64: no AVX at all).
+GPU_CPU_FLAGS=(-DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON)
 
 is_dl_flavour() { case "$1" in release-cpu|vulkan|cuda) return 0 ;; *) return 1 ;; esac; }
 
@@ -136,7 +142,7 @@ flavour_flags() {
         vulkan)
             local vk_include
             vk_include=$("$(dirname "$0")/vulkan-headers.sh") || die "vulkan: no Vulkan headers new enough"
-            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_VULKAN=ON "-DVulkan_INCLUDE_DIR=$vk_include") ;;
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" "${GPU_CPU_FLAGS[@]}" -DGGML_VULKAN=ON "-DVulkan_INCLUDE_DIR=$vk_include") ;;
         cuda)
             local nvcc archs
             nvcc=$(command -v nvcc) || die "cuda: nvcc not on PATH"
@@ -144,9 +150,14 @@ flavour_flags() {
             # cudart from the toolkit's static archive: the artifact needs only the driver's libcuda.so.1
             # (and cuBLAS, shipped next to the backend). No NCCL: it only speeds up splitting one model
             # across several GPUs, and would add a 218 MB libnccl.so.2 that no host is sure to have.
-            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" -DGGML_CUDA=ON -DGGML_CUDA_NCCL=OFF "-DCMAKE_CUDA_COMPILER=$nvcc"
-                           "-DCMAKE_CUDA_ARCHITECTURES=$archs"
-                           "-DCUDA_cudart_LIBRARY=$(dirname "$(dirname "$nvcc")")/lib64/libcudart_static.a") ;;
+            # NVIDIA's layout keeps it beside bin/ (lib64/), Debian's toolkit in the multiarch dir.
+            local cudart="" d
+            for d in "$(dirname "$(dirname "$(readlink -f "$nvcc")")")/lib64" "$(dirname "$(dirname "$nvcc")")/lib64" /usr/lib/x86_64-linux-gnu; do
+                [ -f "$d/libcudart_static.a" ] && { cudart=$d/libcudart_static.a; break; }
+            done
+            [ -n "$cudart" ] || die "cuda: no libcudart_static.a beside $nvcc or in /usr/lib/x86_64-linux-gnu"
+            FLAVOUR_FLAGS=("${SHARED_DL_FLAGS[@]}" "${GPU_CPU_FLAGS[@]}" -DGGML_CUDA=ON -DGGML_CUDA_NCCL=OFF "-DCMAKE_CUDA_COMPILER=$nvcc"
+                           "-DCMAKE_CUDA_ARCHITECTURES=$archs" "-DCUDA_cudart_LIBRARY=$cudart") ;;
         *) die "unknown flavour '$1' (cpu, release-cpu, vulkan, cuda, metal)" ;;
     esac
     # Another compiler for llama.cpp alone (the bullseye release build: gcc 10 lacks -mamx-tile and

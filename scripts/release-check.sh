@@ -8,8 +8,10 @@
 # ("max_glibc=2.31" on the last line). Fails (exit 1) when:
 #  * a version is above --max-glibc;
 #  * anything needs libstdc++ or libgcc_s (they are linked statically: GLIBCXX_/CXXABI_ needs too);
-#    NVIDIA's prebuilt cuBLAS, which is shipped and not built here, may need libgcc_s.so.1: libc6
-#    depends on libgcc-s1 on every supported distribution;
+#    NVIDIA's prebuilt cuBLAS, which is shipped and not built here, may need libgcc_s.so.1 (libc6
+#    depends on libgcc-s1 on every supported distribution) and libstdc++.so.6 up to what bullseye's
+#    has (GLIBCXX_3.4.28, CXXABI_1.3.12: cuBLAS 11 needs 3.4.11 and 1.3.3); every supported host
+#    has libstdc++6 (apt needs it);
 #  * a NEEDED library is neither shipped in lib/ nor one a host provides (glibc, libcurl, the
 #    Vulkan loader, the NVIDIA driver's libcuda);
 #  * an executable's RUNPATH is not $ORIGIN/../lib, or a library's RUNPATH holds an absolute path.
@@ -62,9 +64,17 @@ while IFS= read -r -d '' f; do
     if [ -n "$max" ] && [ "$(printf '%s\n%s\n' "$top" "$max" | sort -V | tail -1)" != "$max" ]; then
         fail "$rel needs GLIBC_$top (> $max): $(readelf -W --dyn-syms "$f" | grep -o '[A-Za-z_0-9]*@GLIBC_'"$top" | sort -u | head -5 | tr '\n' ' ')"
     fi
-    if readelf -V -W "$f" 2>/dev/null | grep -qE 'Name: (GLIBCXX|CXXABI)_'; then fail "$rel needs a shared libstdc++ (GLIBCXX_/CXXABI_ versions)"; fi
+    nvidia_prebuilt=false
+    case "${rel##*/}" in libcublas.so.*|libcublasLt.so.*) nvidia_prebuilt=true ;; esac
+    if [ "$nvidia_prebuilt" = true ]; then
+        for abi in GLIBCXX_3.4.28 CXXABI_1.3.12; do
+            need=$(readelf -V -W "$f" 2>/dev/null | grep -o "Name: ${abi%_*}_[0-9.]*" | sed "s/Name: ${abi%_*}_//" | sort -uV | tail -1 || true)
+            [ -z "$need" ] || [ "$(printf '%s\n%s\n' "$need" "${abi#*_}" | sort -V | tail -1)" = "${abi#*_}" ] \
+                || fail "$rel needs ${abi%_*}_$need (> ${abi#*_}, bullseye's libstdc++)"
+        done
+    elif readelf -V -W "$f" 2>/dev/null | grep -qE 'Name: (GLIBCXX|CXXABI)_'; then fail "$rel needs a shared libstdc++ (GLIBCXX_/CXXABI_ versions)"; fi
     for lib in $(readelf -d -W "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-        if [ "$lib" = libgcc_s.so.1 ]; then case "${rel##*/}" in libcublas.so.*|libcublasLt.so.*) continue ;; esac; fi
+        if [ "$nvidia_prebuilt" = true ]; then case "$lib" in libgcc_s.so.1|libstdc++.so.6) continue ;; esac; fi
         case "$lib" in libstdc++.so*|libgcc_s.so*) fail "$rel needs $lib (must be linked statically)"; continue ;; esac
         case " $SYSTEM_LIBS " in *" $lib "*) continue ;; esac
         case "$shipped" in *" $lib "*) continue ;; esac

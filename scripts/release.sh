@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # `make release`: builds and packs the release artifacts of VERSION into dist/ (docs/RELEASING.md).
 #
-#   scripts/release.sh [--flavours auto|cpu,vulkan,cuda] [--out dist]
+#   scripts/release.sh [--flavours auto|cpu,vulkan,cuda11,cuda13] [--out dist]
 #
-# dist/ then holds rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda}.tar.gz (each flavour built),
+# dist/ then holds rustycage-VERSION-linux-x86_64-{cpu,vulkan,cuda11,cuda13}.tar.gz (each flavour built),
 # each with its .sig (scripts/release-sign.sh, key: RUSTYCAGE_SIGNING_KEY), trusted-keys.pem (the
 # public key hosts verify with), install.sh, LATEST (the version) and SHA256SUMS over all of them. `auto` is cpu, vulkan where the
 # Vulkan headers are new enough for the pinned ggml-vulkan (scripts/vulkan-headers.sh fetches them
-# from the next Debian release where the system's are too old), plus
-# cuda when nvcc is found and CUDA_ARCHITECTURES is set (the full architecture list takes hours on
-# a small machine: `make release RELEASE_FLAVOURS=cpu,vulkan,cuda` builds it anyway).
-# The CPU artifact is built in a Debian bullseye root and must need nothing above GLIBC_2.31.
+# from the next Debian release where the system's are too old). The CUDA flavours are built when
+# named (each takes over an hour on two cores: `make release FLAVOURS=cuda11,cuda13`).
+# Every artifact is built in a Debian bullseye root and must need nothing above GLIBC_2.31.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavours=auto
@@ -19,13 +18,13 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --flavours) flavours=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        *) echo "usage: $0 [--flavours auto|cpu,vulkan,cuda] [--out DIR]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--flavours auto|cpu,vulkan,cuda11,cuda13] [--out DIR]" >&2; exit 2 ;;
     esac
 done
 log() { echo "[release] $*" >&2; }
 die() { echo "[release] error: $*" >&2; exit 1; }
 
-CPU_GLIBC_MAX=2.31
+GLIBC_MAX=2.31
 version=$(head -1 VERSION)
 echo "$version" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$' || die "VERSION '$version' is not MAJOR.MINOR.PATCH[-suffix]"
 grep -q "^## \[$version\]" CHANGELOG.md || log "warning: CHANGELOG.md has no '## [$version]' section yet (docs/RELEASING.md)"
@@ -34,7 +33,6 @@ grep -q "^## \[$version\]" CHANGELOG.md || log "warning: CHANGELOG.md has no '##
 if [ "$flavours" = auto ]; then
     flavours=cpu
     if why=$(scripts/vulkan-headers.sh 2>&1 >/dev/null); then flavours+=,vulkan; else log "skipping vulkan: $why"; fi
-    if command -v nvcc >/dev/null && [ -n "${CUDA_ARCHITECTURES:-}" ]; then flavours+=,cuda; fi
 fi
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 mkdir -p "$out"
@@ -49,11 +47,10 @@ for f in "${list[@]}"; do
     read -r build sysroot <<<"$built"
     args=(--build "$build" --flavour "$f" --out "$out")
     [ -z "$sysroot" ] || args+=(--sysroot "$sysroot")
-    [ "$f" != cuda ] || args+=(--lib-path "$(dirname "$(dirname "$(command -v nvcc)")")/lib64")
+    # cuda13's cuBLAS is the host toolkit's (bound into the root); cuda11's is in the root itself.
+    [ "$f" != cuda13 ] || args+=(--lib-path "$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")/lib64")
     tarball=$(scripts/release-package.sh "${args[@]}")
-    max=""
-    [ "$f" != cpu ] || max=$CPU_GLIBC_MAX
-    scripts/release-check.sh --quiet ${max:+--max-glibc "$max"} "$tarball" >&2 || die "$tarball fails the ELF checks"
+    scripts/release-check.sh --quiet --max-glibc "$GLIBC_MAX" "$tarball" >&2 || die "$tarball fails the ELF checks"
     log "$tarball: $(du -h "$tarball" | cut -f1), built in $(( $(date +%s) - start ))s"
 done
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/release-check.sh's verdicts on small artifact trees compiled here: a clean tree passes; a
-# library of ours that needs libgcc_s fails while NVIDIA's prebuilt cuBLAS may need it; a library
+# library of ours that needs libgcc_s or libstdc++ fails while NVIDIA's prebuilt cuBLAS may need them
+# (libstdc++ no newer than bullseye's); a library
 # neither shipped nor on every host, a wrong RUNPATH and a glibc above --max-glibc each fail, naming
 # the file.
 set -euo pipefail
@@ -37,6 +38,26 @@ make_tree "$work/cublas"
 add_lib_needing_libgcc_s "$work/cublas" libcublasLt.so.13
 out=$(check "$work/cublas") || fail "prebuilt cuBLAS needing libgcc_s fails: $out"
 ok "NVIDIA's prebuilt cuBLAS may need libgcc_s.so.1"
+
+# A shared library NAME in DIR/lib that needs libstdc++.so.6 at the version of SYMBOL (a mangled
+# name declared from C, so the fixture needs exactly that version and no other).
+add_lib_needing_libstdcxx() {  # dir, name, symbol
+    printf 'void %s(void); void rc_use(void) { %s(); }\n' "$3" "$3" >"$work/cxx.c"
+    gcc -shared -fPIC -o "$1/top/lib/$2" "$work/cxx.c" -Wl,--no-as-needed -lstdc++
+    readelf -d -W "$1/top/lib/$2" | grep -q 'NEEDED.*libstdc++.so.6' || fail "the fixture $2 does not need libstdc++"
+}
+make_tree "$work/cublas11"
+add_lib_needing_libstdcxx "$work/cublas11" libcublas.so.11 _ZNKSt14error_category10equivalentERKSt10error_codei  # GLIBCXX_3.4.11
+out=$(check "$work/cublas11") || fail "prebuilt cuBLAS 11 needing libstdc++ (GLIBCXX_3.4.11) fails: $out"
+make_tree "$work/cublas-new"
+add_lib_needing_libstdcxx "$work/cublas-new" libcublasLt.so.11 _ZSt17__istream_extractRSiPcl  # GLIBCXX_3.4.29
+if out=$(check "$work/cublas-new"); then fail "a cuBLAS needing GLIBCXX_3.4.29 passes: $out"; fi
+expect_out "libcublasLt.so.11 needs GLIBCXX_3.4.29 (> 3.4.28, bullseye's libstdc++)" "$out"
+make_tree "$work/ours-cxx"
+add_lib_needing_libstdcxx "$work/ours-cxx" libggml-cxx.so _ZNKSt14error_category10equivalentERKSt10error_codei
+if out=$(check "$work/ours-cxx"); then fail "a library of ours needing libstdc++ passes: $out"; fi
+expect_out "top/lib/libggml-cxx.so needs libstdc++.so.6 (must be linked statically)" "$out"
+ok "NVIDIA's prebuilt cuBLAS may need bullseye's libstdc++ (no newer); a library of ours may not"
 
 make_tree "$work/ours"
 add_lib_needing_libgcc_s "$work/ours" libggml-extra.so
