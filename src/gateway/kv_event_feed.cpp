@@ -1,5 +1,7 @@
 #include "gateway/kv_event_feed.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "http/http_client.h"
@@ -40,7 +42,8 @@ void kv_event_feed::apply(stream_state & s, const std::string & event, const jso
     if (!data.is_object()) return;
     // The host's load, fresh with every batch and tick: what routing weighs without asking.
     if (auto l = data.find("load"); l != data.end() && l->is_object() && opts_.on_load) {
-        auto count = [&](const char * k) { return l->contains(k) && (*l)[k].is_number_unsigned() ? (*l)[k].get<int>() : -1; };
+        // Bounded: a host cannot make its count wrap (or outweigh the fleet) by a huge number.
+        auto count = [&](const char * k) { return l->contains(k) && (*l)[k].is_number_unsigned() ? static_cast<int>(std::min<uint64_t>((*l)[k].get<uint64_t>(), 1u << 16)) : -1; };
         const int running = count("running"), queued = count("queued"), slots = count("slots");
         if (running >= 0 && queued >= 0) opts_.on_load(s.host, running + queued, slots);
     }
