@@ -5,6 +5,7 @@
 # fleet (no KV left over from the previous one) and the same prompts.
 #
 #   bench/gateway.sh [--smoke] [--build DIR] [--model PRESET] [--reps N] [--policies LIST] [--out DIR]
+#                    [--hosts N] [--scenarios fleet_resume,conversations]
 #   bench/gateway.sh --scale [--build DIR] [--reps REQUESTS] [--out DIR]
 #
 # The full run serves bench-135m (SmolLM2-135M's shape): three servers share the machine's cores, and
@@ -30,7 +31,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-mode=full build=build reps="" policies="cache,round-robin,least-loaded" outdir="" model_arg=""
+mode=full build=build reps="" policies="cache,round-robin,least-loaded" outdir="" model_arg="" nhosts=3
+scenarios=fleet_resume,conversations
 while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) mode=smoke ;;
@@ -39,8 +41,10 @@ while [ $# -gt 0 ]; do
         --model) model_arg=$2; shift ;;
         --reps) reps=$2; shift ;;
         --policies) policies=$2; shift ;;
+        --hosts) nhosts=$2; shift ;;
+        --scenarios) scenarios=$2; shift ;;
         --out) outdir=$2; shift ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "bench/gateway.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -129,12 +133,12 @@ start_etcd() {
     pids+=("$epid")
 }
 
-# fleet POLICY: etcd, 3 agents, a gateway with POLICY; sets $gateway_url.
+# fleet POLICY: etcd, $nhosts agents, a gateway with POLICY; sets $gateway_url.
 fleet() {
     local policy=$1 dir=$work/$1
     mkdir -p "$dir"
     start_etcd "$dir"
-    for h in h1 h2 h3; do
+    for h in $(seq -f 'h%g' 1 "$nhosts"); do
         mkdir -p "$dir/$h/models" "$dir/$h/data"
         ln -sf "$model_file" "$dir/$h/models/$model.gguf"
         "$rustycage" agent --etcd "$etcd_url" --host-id "$h" --data-dir "$dir/$h/data" --models-dir "$dir/$h/models" \
@@ -146,8 +150,8 @@ fleet() {
     "$rustycage" gateway --etcd "$etcd_url" --openai-port "$gport" --ollama-port -1 --route-policy "$policy" >"$dir/gateway.log" 2>&1 &
     pids+=($!)
     gateway_url=http://127.0.0.1:$gport
-    # Ready when the gateway routes to all three hosts with the model loaded.
-    wait_for "the fleet ($policy)" bash -c "curl -sf '$gateway_url/v1/gateway/hosts' | grep -o '\"routable\":true' | wc -l | grep -qx 3"
+    # Ready when the gateway routes to every host with the model loaded.
+    wait_for "the fleet ($policy)" bash -c "curl -sf '$gateway_url/v1/gateway/hosts' | grep -o '\"routable\":true' | wc -l | grep -qx $nhosts"
     log "fleet for $policy: etcd $etcd_url, gateway $gateway_url"
 }
 
@@ -193,16 +197,22 @@ EOF
     exit 0
 fi
 
+# The gateway's routing counters so far (cumulative: the -resume file is taken before the no-reuse
+# scenario, so the difference is how that scenario was spread over the hosts).
+routed() {  # file
+    curl -sf "$gateway_url/metrics" | grep -E '^rustycage_gateway_(routed_total|lookups_total|lookup_seconds_(sum|count))' >"$1" || true
+}
+
 IFS=, read -r -a policy_list <<<"$policies"
 for rep in $(seq 1 "$reps"); do
     for policy in "${policy_list[@]}"; do
         fleet "$policy"
         bench warmup "$policy" "$rep"
-        bench fleet_resume "$policy" "$rep" --convs "$convs" --groups "$groups" --shared-tokens "$shared" --unique-tokens "$unique" \
+        [[ ",$scenarios," == *,fleet_resume,* ]] && bench fleet_resume "$policy" "$rep" --convs "$convs" --groups "$groups" --shared-tokens "$shared" --unique-tokens "$unique" \
             --turn-tokens "$turn" --gen-tokens "$gen" --rounds "$rounds"
-        bench conversations "$policy" "$rep" --count "$nr_count" --concurrency "$nr_conc" --prompt-tokens "$nr_prompt" --gen-tokens "$nr_gen"
-        curl -sf "$gateway_url/metrics" | grep -E '^rustycage_gateway_(routed_total|lookups_total|lookup_seconds_(sum|count))' \
-            >"$outdir/routed-$policy-rep$rep.txt" || true
+        routed "$outdir/routed-$policy-rep$rep-resume.txt"
+        [[ ",$scenarios," == *,conversations,* ]] && bench conversations "$policy" "$rep" --count "$nr_count" --concurrency "$nr_conc" --prompt-tokens "$nr_prompt" --gen-tokens "$nr_gen"
+        routed "$outdir/routed-$policy-rep$rep.txt"
         cleanup
     done
 done
@@ -229,4 +239,4 @@ const failed = rows.filter((r) => !r.ok);
 if (failed.length) console.log(`\n${failed.length} repetition(s) failed: ${failed.map((r) => `${r.server}/${r.scenario}: ${r.error}`).join('; ')}`);
 EOF
 cat "$outdir/summary.md"
-log "results in $outdir (raw.jsonl, summary.md, routed-*.txt)"
+log "results in $outdir (raw.jsonl, summary.md, routed-*.txt: after fleet_resume (-resume) and after all)"

@@ -29,12 +29,17 @@ void prefix_index::record(const std::vector<uint64_t> & chain, const std::string
             lru_.splice(lru_.begin(), lru_, it->second.lru);
         }
         auto & hosts = it->second.hosts;
-        std::erase(hosts, host);
+        if (std::erase(hosts, host) == 0) ++held_[host];
         hosts.insert(hosts.begin(), host);
-        if (hosts.size() > hosts_per_key) hosts.pop_back();
+        if (hosts.size() > hosts_per_key) {
+            --held_[hosts.back()];
+            hosts.pop_back();
+        }
     }
     while (keys_.size() > capacity_) {
-        keys_.erase(lru_.back());
+        auto it = keys_.find(lru_.back());
+        for (const auto & h : it->second.hosts) --held_[h];
+        keys_.erase(it);
         lru_.pop_back();
     }
 }
@@ -51,6 +56,12 @@ std::map<std::string, double> prefix_index::affinity(const std::vector<uint64_t>
         for (const auto & h : it->second.hosts) out[h] = share;
     }
     return out;
+}
+
+size_t prefix_index::held(const std::string & host) const {
+    std::lock_guard lock(mu_);
+    auto it = held_.find(host);
+    return it == held_.end() ? 0 : it->second;
 }
 
 size_t prefix_index::size() const {

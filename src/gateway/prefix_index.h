@@ -33,6 +33,10 @@ class prefix_index {
     // For each host sent a prefix of this prompt: the share of the prompt (0..1) that prefix covers.
     std::map<std::string, double> affinity(const std::vector<uint64_t> & chain, size_t canonical_bytes) const;
 
+    // How much distinct prompt text (chunks) the index remembers sending `host`: its share of what
+    // the fleet's caches hold, as far as this gateway placed it.
+    size_t held(const std::string & host) const;
+
     size_t size() const;
 
   private:
@@ -45,6 +49,7 @@ class prefix_index {
     mutable std::mutex mu_;
     std::unordered_map<uint64_t, entry> keys_;
     std::list<uint64_t> lru_;  // front: most recent
+    std::unordered_map<std::string, size_t> held_;  // per host: keys listing it
 };
 
 }  // namespace rc::gateway

@@ -133,6 +133,7 @@ routing plan_request(gateway_context & g, const request_shape & shape, const htt
             if (it->second.slots > 0) c.slots = it->second.slots;
         }
         if (auto a = affinity.find(h.id); a != affinity.end()) c.affinity = a->second;
+        c.held = g.index.held(h.id);
         r.inputs.push_back(c);
     }
     const uint64_t turn = g.turn.fetch_add(1);

@@ -82,6 +82,10 @@ route_plan plan_route(route_policy policy, const std::vector<route_candidate> & 
     std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
         if (score[a] != score[b]) return score[a] > score[b];
         if (cands[a].busy != cands[b].busy) return cands[a].busy < cands[b].busy;
+        // Equally worth and busy (a prompt no host holds, idle hosts): the cache policy places it
+        // where the gateway has placed the least, so its context has room for what it will keep —
+        // groups of conversations sharing a prefix spread instead of two landing on one host.
+        if (policy == route_policy::cache && cands[a].held != cands[b].held) return cands[a].held < cands[b].held;
         return rendezvous(spread, cands[a].id) > rendezvous(spread, cands[b].id);
     });
     for (size_t i : idx) {

@@ -16,7 +16,8 @@
 // in context is therefore chosen over an idle one only while fewer than w_load⁻¹ · slots requests
 // occupy it; beyond that the next request goes elsewhere, computes the prefix there and makes a
 // second holder — a hot conversation (or shared prefix) spreads instead of piling onto one host.
-// Ties go to the less busy host, then to a per-request hash (rendezvous), so equal hosts share.
+// Ties go to the less busy host, then (cache policy) to the host the gateway has sent the least
+// prompt text (prefix_index::held), then to a per-request hash (rendezvous), so equal hosts share.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,7 @@ struct route_candidate {
     bool model_loaded = true;         // as its host record says (a lookup answer overrides it)
     std::optional<kv_answer> lookup;  // absent: not asked, timed out or failed
     double affinity = 0;              // 0..1: the share of this request's prompt the gateway last sent to it
+    size_t held = 0;                  // prompt text the gateway remembers sending it (prefix_index::held)
 };
 
 struct route_weights {

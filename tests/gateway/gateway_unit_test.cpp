@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -130,6 +131,23 @@ TEST(route_planner, equal_hosts_share_and_policies_behave_as_named) {
     EXPECT_EQ(p.reason, "load");
     EXPECT_EQ(plan_route(route_policy::cache, {cand("a"), cand("b"), cand("c")}, w, 42, 9).order, p.order) << "a conversation keeps its tie-break";
 
+    // A prompt no host holds, idle hosts: the cache policy places it where the gateway has placed
+    // the least, whatever the hash says; least-loaded keeps the hash.
+    std::set<std::string> least_loaded_firsts;
+    for (uint64_t spread = 0; spread < 50; ++spread) {
+        auto a = cand("a"), b = cand("b"), c = cand("c");
+        a.held = 40, b.held = 12, c.held = 25;
+        EXPECT_EQ(plan_route(route_policy::cache, {a, b, c}, w, spread * 2654435761u, 0).order,
+                  (std::vector<std::string>{"b", "c", "a"}));
+        least_loaded_firsts.insert(plan_route(route_policy::least_loaded, {a, b, c}, w, spread * 2654435761u, 0).order[0]);
+    }
+    EXPECT_EQ(least_loaded_firsts.size(), 3u);
+    auto busier = cand("b", 1);
+    busier.held = 0;
+    auto a_held = cand("a");
+    a_held.held = 500;
+    EXPECT_EQ(plan_route(route_policy::cache, {a_held, busier}, w, 3, 0).order[0], "a") << "load comes before what a host holds";
+
     // A prefix every host holds alike leaves the choice to load.
     p = plan_route(route_policy::cache, {cand("a", 1, answer(100, 50)), cand("b", 0, answer(100, 50))}, w, 1, 0);
     EXPECT_EQ(p.order[0], "b");
@@ -207,8 +225,20 @@ TEST(prefix_index, remembers_which_host_was_sent_a_prefix_and_forgets_least_rece
     EXPECT_DOUBLE_EQ(aff["h1"], 0.5);
     EXPECT_TRUE(idx.affinity(prefix_chain(std::string(1024, 'z')), 1024).empty());
     EXPECT_LE(idx.size(), 8u);
+    EXPECT_EQ(idx.held("h1"), 4u) << "h1 was sent 4 chunks";
+    EXPECT_EQ(idx.held("h2"), 8u) << "h2: 8, the 4 it shares with h1 counted once for it";
+    idx.record(prefix_chain(longer), "h2");
+    EXPECT_EQ(idx.held("h2"), 8u) << "sending the same prompt again adds nothing";
     idx.record(prefix_chain(std::string(8 * 256, 'q')), "h3");  // 8 fresh keys push every old one out
     EXPECT_TRUE(idx.affinity(prefix_chain(longer), longer.size()).empty());
+    EXPECT_EQ(idx.held("h1"), 0u);
+    EXPECT_EQ(idx.held("h2"), 0u) << "forgotten keys no longer count";
+    EXPECT_EQ(idx.held("h3"), 8u);
+    prefix_index few(64);
+    const std::string p(512, 'p');
+    for (const char * h : {"h1", "h2", "h3", "h4", "h5"}) few.record(prefix_chain(p), h);
+    EXPECT_EQ(few.held("h1"), 0u) << "a key remembers 4 hosts; the oldest one drops out";
+    EXPECT_EQ(few.held("h5"), 2u);
 }
 
 TEST(upstream_call, error_frames_follow_the_stream_framing_and_lookup_replies_parse) {
