@@ -47,6 +47,7 @@ case "$flavour" in
             vk_dir=$(dirname "$(dirname "$vk_include")")
             binds+=(--bind "$vk_dir:/root/.cache/rustycage/$(basename "$vk_dir"):ro")
         fi
+        path="/opt/cmake/bin:$path"  # ggml-vulkan needs CMake 3.19+ (release-chroot.sh install_cmake)
         cmake_opts=(-DRUSTYCAGE_VULKAN=ON) ;;
     cuda11)
         cmake_opts=(-DRUSTYCAGE_CUDA=ON); nice_level=${RUSTYCAGE_NICE:-19} ;;

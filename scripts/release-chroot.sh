@@ -26,10 +26,12 @@ BUILD_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config ca-certi
 # FLAVOUR EXTRAS, installed on top of the build root when a flavour asks for it:
 #   vulkan  bullseye's libvulkan-dev (the loader our libraries link: the host's at run time); the
 #           headers come from scripts/vulkan-headers.sh (bound in: bullseye's 1.2.162 are too old)
-#           and glslc from bookworm (bullseye has none): glslc, libshaderc1 and their libraries
+#           and glslc from trixie (bullseye has none): glslc, libshaderc1 and their libraries
 #           unpacked under /opt/glslc and run by their own dynamic loader (/usr/local/bin/glslc),
 #           so the root's glibc 2.31 stays the one everything else builds and links against.
 #           glslc only turns GLSL into SPIR-V: what it links has no bearing on the artifact.
+#           Also bookworm's spirv-headers (a CMake config ggml-vulkan looks for) and a CMake
+#           3.25 built from bookworm's source in the root (ggml-vulkan needs 3.19: install_cmake).
 #   cuda11  bullseye's nvidia-cuda-toolkit 11.2 from the root's own non-free component (the
 #           host's apt sources are not touched); nvcc 11.2 accepts the root's gcc 10.
 #   cuda13  nothing installed: the host's CUDA 13 toolkit is bound in read-only at the same path
@@ -110,38 +112,87 @@ remove_root() {  # dir
 
 stamp_of() { printf '%s\n' "$SUITE" "$@" | sha256sum | cut -c1-16; }
 
-# CLI11 is header-only and not packaged for bullseye: install bookworm's architecture-independent
-# libcli11-dev (the version the main build uses) into the build root.
-install_cli11() {  # root
-    local root=$1 deb
-    [ -f "$root/usr/include/CLI/CLI.hpp" ] && return
-    deb=$(ls /var/cache/apt/archives/libcli11-dev_*_all.deb 2>/dev/null | tail -1 || true)
-    if [ -z "$deb" ]; then
-        (cd /tmp && apt-get download libcli11-dev >/dev/null 2>&1) || die "could not download libcli11-dev"
-        deb=$(ls /tmp/libcli11-dev_*_all.deb | tail -1)
-    fi
-    cp "$deb" "$root/tmp/libcli11-dev.deb"
-    chroot_exec "$root" -- dpkg -i /tmp/libcli11-dev.deb >/dev/null
-    rm -f "$root/tmp/libcli11-dev.deb"
+# apt options that read SUITE's signed index (deb or deb-src lines) into WORK, leaving the host's
+# apt state alone: for what the flavour extras take from a newer Debian release.
+APT_OPTS=()
+suite_index() {  # work suite deb|deb-src
+    local work=$1
+    mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
+    echo "$3 [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $2 main" >"$work/sources.list"
+    APT_OPTS=(-q -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$work/lists"
+              -o "Dir::Cache=$work/cache" -o Dir::State::status=/dev/null -o APT::Sandbox::User=root)
+    apt-get "${APT_OPTS[@]}" update >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; return 1; }
 }
 
-# bookworm's glslc under ROOT/opt/glslc, run by bookworm's own loader (FLAVOUR EXTRAS). The .debs
-# come from the host's apt (Debian 12, its signed index), as install_cli11's does.
-install_glslc() {  # root
-    local root=$1 work
+# Header-only packages bullseye lacks or has too old, installed into the build root from the host's
+# apt (Debian 12, its signed index): they are architecture-independent, with no dependencies.
+#   libcli11-dev   CLI11 (not packaged for bullseye), the version the main build uses
+#   spirv-headers  ggml-vulkan finds it by its CMake config, which bullseye's 1.5.4 does not ship
+install_host_deb() {  # root package
+    local root=$1 package=$2 work
     work=$(mktemp -d)
-    (cd "$work" && apt-get download "${GLSLC_DEBS[@]}" >/dev/null 2>&1) \
-        || { rm -rf "$work"; die "could not download bookworm's ${GLSLC_DEBS[*]}"; }
+    (cd "$work" && apt-get download "$package" >/dev/null 2>&1) || { rm -rf "$work"; die "could not download $package"; }
+    cp "$work"/"$package"_*_all.deb "$root/tmp/$package.deb" || { rm -rf "$work"; die "$package is not architecture-independent"; }
+    rm -rf "$work"
+    chroot_exec "$root" -- dpkg -i "/tmp/$package.deb" >/dev/null
+    rm -f "$root/tmp/$package.deb"
+}
+
+install_cli11() {  # root
+    [ -f "$1/usr/include/CLI/CLI.hpp" ] || install_host_deb "$1" libcli11-dev
+}
+
+# ggml-vulkan needs CMake 3.19 or later (FindVulkan's glslc, ExternalProject's step policy);
+# bullseye has 3.18 and its backports are gone from the mirror. Debian 12's CMake source (its signed
+# Sources index, as apt checks every package) is built inside the root, with the root's compilers
+# and bundled libraries, into ROOT/opt/cmake: about 7 minutes on two cores, once per root. Only the
+# vulkan flavour puts it on PATH (scripts/release-build.sh).
+CMAKE_SOURCE_SUITE=bookworm
+install_cmake() {  # root
+    local root=$1 work orig
+    "$root/opt/cmake/bin/cmake" --version >/dev/null 2>&1 && return 0
+    log "building $CMAKE_SOURCE_SUITE's CMake into $root/opt/cmake (once)"
+    work=$(mktemp -d)
+    { suite_index "$work" "$CMAKE_SOURCE_SUITE" deb-src && (cd "$work" && apt-get "${APT_OPTS[@]}" source --download-only cmake >>"$work/apt.log" 2>&1); } \
+        || { cat "$work/apt.log" >&2; rm -rf "$work"; die "could not download $CMAKE_SOURCE_SUITE's CMake source"; }
+    orig=$(ls "$work"/cmake_*.orig.tar.* | head -1)
+    rm -rf "$root/opt/cmake-src" "$root/opt/cmake-build" "$root/opt/cmake"
+    mkdir -p "$root/opt/cmake-src"
+    tar -xf "$orig" -C "$root/opt/cmake-src" --strip-components=1
+    rm -rf "$work"
+    chroot_exec "$root" -- sh -c 'cmake -S /opt/cmake-src -B /opt/cmake-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+            -DCMAKE_INSTALL_PREFIX=/opt/cmake -DBUILD_TESTING=OFF -DBUILD_CursesDialog=OFF -DBUILD_QtDialog=OFF \
+            -DCMAKE_USE_OPENSSL=OFF -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/opt/cmake-build.log 2>&1 &&
+        nice -n 10 ninja -C /opt/cmake-build install >>/opt/cmake-build.log 2>&1' \
+        || { tail -30 "$root/opt/cmake-build.log" >&2; die "building CMake in $root failed (log: $root/opt/cmake-build.log)"; }
+    rm -rf "$root/opt/cmake-src" "$root/opt/cmake-build" "$root/opt/cmake-build.log"
+    chroot_exec "$root" -- /opt/cmake/bin/cmake --version | head -1 >&2
+}
+
+# trixie's glslc under ROOT/opt/glslc, run by trixie's own loader (FLAVOUR EXTRAS). Trixie's, not
+# bookworm's: bookworm's glslang 11 lacks GL_EXT_integer_dot_product, cooperative matrices and
+# bfloat16, and ggml-vulkan then leaves out the shaders that use them (quantized matrix products
+# with integer dot products run on every GPU whose driver has VK_KHR_shader_integer_dot_product).
+GLSLC_SUITE=trixie
+install_glslc() {  # root
+    local root=$1 work loader
+    work=$(mktemp -d)
+    { suite_index "$work" "$GLSLC_SUITE" deb && (cd "$work" && apt-get "${APT_OPTS[@]}" download "${GLSLC_DEBS[@]}" >>"$work/apt.log" 2>&1); } \
+        || { cat "$work/apt.log" >&2; rm -rf "$work"; die "could not download $GLSLC_SUITE's ${GLSLC_DEBS[*]}"; }
     rm -rf "$root/opt/glslc"
     mkdir -p "$root/opt/glslc"
     for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$root/opt/glslc"; done
     rm -rf "$work"
-    cat >"$root/usr/local/bin/glslc" <<'EOF'
+    # The loader's path inside the packages (/lib or, merged, /usr/lib).
+    for loader in opt/glslc/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 opt/glslc/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 ""; do
+        [ -z "$loader" ] || [ -e "$root/$loader" ] && break
+    done
+    [ -n "$loader" ] || die "no dynamic loader in $GLSLC_SUITE's libc6"
+    cat >"$root/usr/local/bin/glslc" <<EOF
 #!/bin/sh
-# bookworm's glslc with bookworm's glibc, beside the root's own (scripts/release-chroot.sh)
+# $GLSLC_SUITE's glslc with its own glibc, beside the root's (scripts/release-chroot.sh)
 g=/opt/glslc
-exec $g/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 \
-    --library-path $g/lib/x86_64-linux-gnu:$g/usr/lib/x86_64-linux-gnu $g/usr/bin/glslc "$@"
+exec /$loader --library-path \$g/lib/x86_64-linux-gnu:\$g/usr/lib/x86_64-linux-gnu \$g/usr/bin/glslc "\$@"
 EOF
     chmod 0755 "$root/usr/local/bin/glslc"
     chroot_exec "$root" -- glslc --version >/dev/null || die "glslc does not run in $root"
@@ -152,14 +203,15 @@ add_flavour() {  # root flavour
     local root=$1 flavour=$2 stamp
     case "$flavour" in
         cpu|cuda13) return 0 ;;
-        vulkan) stamp=$(stamp_of "${VULKAN_PACKAGES[@]}" "${GLSLC_DEBS[@]}") ;;
+        vulkan) stamp=$(stamp_of "${VULKAN_PACKAGES[@]}" "glslc-$GLSLC_SUITE" "${GLSLC_DEBS[@]}" spirv-headers "cmake-$CMAKE_SOURCE_SUITE") ;;
         cuda11) stamp=$(stamp_of non-free "${CUDA11_PACKAGES[@]}") ;;
         *) die "unknown flavour '$flavour' (cpu, vulkan, cuda11, cuda13)" ;;
     esac
     [ "$(cat "$root/.rustycage-stamp-$flavour" 2>/dev/null)" != "$stamp" ] || return 0
     log "adding the $flavour build tools to $root"
     case "$flavour" in
-        vulkan) apt_in "$root" "${VULKAN_PACKAGES[@]}"; install_glslc "$root" ;;
+        vulkan) apt_in "$root" "${VULKAN_PACKAGES[@]}"; install_glslc "$root"; install_host_deb "$root" spirv-headers
+                install_cmake "$root" ;;
         cuda11) write_sources "$root" "main contrib non-free"; apt_in "$root" "${CUDA11_PACKAGES[@]}" ;;
     esac
     echo "$stamp" >"$root/.rustycage-stamp-$flavour"

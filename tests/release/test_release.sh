@@ -13,7 +13,8 @@
 #     no Vulkan loader and no NVIDIA driver: `rustycage version` runs and `rustycage serve` answers a
 #     chat completion on the CPU backend it ships (the GPU backend fails to load and is skipped),
 #     which is built for AVX2. A cuda11 artifact's libggml-cuda.so carries sm_61 and sm_86 code
-#     (cuobjdump: this host's toolkit's, else the cuda11 build root's).
+#     (cuobjdump: this host's toolkit's, else the cuda11 build root's). Where this host has Mesa's
+#     lavapipe, the vulkan artifact runs a model on it, every layer offloaded to the Vulkan device.
 #
 #   tests/release/test_release.sh [DIST]     (root; DIST defaults to dist/)
 set -euo pipefail
@@ -173,6 +174,21 @@ for tarball in "$dist"/rustycage-"$version"-linux-x86_64-*.tar.gz; do
         "/tmp/gpu-$flavour/bin/rustycage" serve --models-dir /tmp/models)
     expect_out '"object":"chat.completion"' "$answer"
     ok "$flavour artifact in bullseye without a GPU: version runs, serve answers on the CPU backend"
+    # The Vulkan backend on a Vulkan device: Mesa's lavapipe on this host, when it is installed
+    # (scripts/setup.sh vulkan); the artifact runs here as it would on any host of glibc >= 2.31.
+    lvp=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json 2>/dev/null | head -1 || true)
+    if [ "$flavour" = vulkan ] && [ -n "$lvp" ]; then
+        VK_ICD_FILENAMES=$lvp GGML_VK_VISIBLE_DEVICES=0 LP_NUM_THREADS=2 RUSTYCAGE_LOG_LEVEL=debug \
+            "$dir/bin/rustycage" run "$rt/tmp/models/demo.gguf" "hello" -n 4 --ctx-size 512 >"$work/vulkan-run.out" 2>"$work/vulkan-run.log" \
+            || fail "vulkan: rustycage run on lavapipe failed: $(tail -5 "$work/vulkan-run.log")"
+        layers=$(grep -o 'offloaded [0-9]*/[0-9]* layers to GPU' "$work/vulkan-run.log" | head -1)
+        [ -n "$layers" ] && [ "$(echo "$layers" | awk '{split($2, a, "/"); print (a[1] == a[2] && a[1] > 0)}')" = 1 ] \
+            || fail "vulkan: the model was not offloaded to the Vulkan device: ${layers:-no offload line}"
+        [ -s "$work/vulkan-run.out" ] || fail "vulkan: rustycage run on lavapipe generated nothing"
+        ok "vulkan artifact on lavapipe: $layers, generates"
+    elif [ "$flavour" = vulkan ]; then
+        echo "SKIP: no lavapipe on this host (scripts/setup.sh vulkan): the vulkan artifact's device path is not run"
+    fi
     # A toolkit's cuobjdump: this host's, else the one the cuda11 build root carries (it runs here).
     cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump "${RUSTYCAGE_CACHE:-$HOME/.cache/rustycage}/bullseye/build-root/usr/bin/cuobjdump" 2>/dev/null | head -1 || true)
     if [ "${flavour#cuda}" != "$flavour" ] && [ -n "$cuobjdump" ]; then
