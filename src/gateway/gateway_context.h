@@ -41,7 +41,8 @@ struct gateway_options {
 struct gateway_context {
     gateway_context(gateway_options o, host_table & h, gateway_metrics & m)
         : opts(std::move(o)), hosts(h), metrics(m), kv_feed(blocks, kv_feed_options{opts.host_api_key, std::chrono::milliseconds(3000), std::chrono::milliseconds(1000),
-                                                                       [&h](const std::string & id, int busy, int slots) { h.note_load(id, busy, slots); }}),
+                                                                       [&h](const std::string & id, int busy, int slots) { h.note_load(id, busy, slots); },
+                                                                       [this](const std::string & id) { index.forget(id); }}),
           vocabs([key = opts.host_api_key](const std::string & url, const std::string & model) { return fetch_vocab(url, model, key); }) {}
 
     gateway_options opts;

@@ -56,8 +56,13 @@ void kv_event_feed::apply(stream_state & s, const std::string & event, const jso
         index_.forget(s.host);
         s.sources.clear();
         s.epoch = data.value("epoch", "");
+        // Remembered across streams: a killed host's stream ends, and its restart opens a new one.
+        std::string & last = epochs_[s.host];
+        const bool restarted = !last.empty() && s.epoch != last;
+        last = s.epoch;
         ++s.snapshots;
         for (const auto & src : data.value("sources", json::array())) apply_source(s, src);
+        if (restarted && opts_.on_restart) opts_.on_restart(s.host);
         return;
     }
     if (event != "kv") return;  // a tick: heard from

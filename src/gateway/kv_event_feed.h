@@ -41,6 +41,9 @@ struct kv_feed_options {
     // Called with each load a host's events carry (running + queued, slots; -1 when not said), on the
     // stream's thread: the gateway notes it as a lookup's (host_table::note_load).
     std::function<void(const std::string & host, int busy, int slots)> on_load;
+    // Called when a host's snapshot starts a new epoch (the server restarted: its context and host
+    // tier start empty), on the stream's thread under the feed's lock (it must not call the feed).
+    std::function<void(const std::string & host)> on_restart;
 };
 
 // What a host said about one of its models' keys: enough for the gateway to compute them.
@@ -90,6 +93,7 @@ class kv_event_feed {
     kv_feed_options opts_;
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<stream_state>> streams_;  // by host id
+    std::map<std::string, std::string> epochs_;                     // by host id: the last epoch its snapshot said
 };
 
 }  // namespace rc::gateway

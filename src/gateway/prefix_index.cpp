@@ -64,6 +64,12 @@ size_t prefix_index::held(const std::string & host) const {
     return it == held_.end() ? 0 : it->second;
 }
 
+void prefix_index::forget(const std::string & host) {
+    std::lock_guard lock(mu_);
+    if (held_.erase(host) == 0) return;
+    for (auto & [key, e] : keys_) std::erase(e.hosts, host);
+}
+
 size_t prefix_index::size() const {
     std::lock_guard lock(mu_);
     return keys_.size();

@@ -37,6 +37,9 @@ class prefix_index {
     // the fleet's caches hold, as far as this gateway placed it.
     size_t held(const std::string & host) const;
 
+    // The host lost what it held (it restarted): it is no longer remembered for any prefix.
+    void forget(const std::string & host);
+
     size_t size() const;
 
   private:

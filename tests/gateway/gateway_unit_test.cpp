@@ -239,6 +239,12 @@ TEST(prefix_index, remembers_which_host_was_sent_a_prefix_and_forgets_least_rece
     for (const char * h : {"h1", "h2", "h3", "h4", "h5"}) few.record(prefix_chain(p), h);
     EXPECT_EQ(few.held("h1"), 0u) << "a key remembers 4 hosts; the oldest one drops out";
     EXPECT_EQ(few.held("h5"), 2u);
+    few.forget("h5");  // h5 restarted: its context is empty
+    EXPECT_EQ(few.held("h5"), 0u);
+    const auto after = few.affinity(prefix_chain(p), p.size());
+    EXPECT_FALSE(after.contains("h5")) << "a restarted host is not remembered for what it held";
+    EXPECT_TRUE(after.contains("h4")) << "the others still are";
+    EXPECT_EQ(few.held("h4"), 2u);
 }
 
 TEST(upstream_call, error_frames_follow_the_stream_framing_and_lookup_replies_parse) {
@@ -383,7 +389,7 @@ TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_
     kv_event_feed feed(index, kv_feed_options{"", std::chrono::milliseconds(3000), std::chrono::milliseconds(50), [&](const std::string & id, int busy, int slots) {
                                                   std::lock_guard lock(load_mu);
                                                   loads.emplace_back(id, busy, slots);
-                                              }});
+                                              }, nullptr});
     host_view h;
     h.id = "h1";
     h.state = "up";
@@ -413,6 +419,55 @@ TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_
     done = true;
     feed.stop();
     host.stop();
+}
+
+// A host whose snapshot carries a new epoch restarted (its context and host tier are empty): the
+// feed says so, once, across streams (a killed host's stream ends and its restart opens another);
+// a snapshot of the same epoch (a reconnect) is not a restart.
+TEST(kv_event_feed, a_new_epoch_is_reported_as_a_restart_once) {
+    std::atomic<int> connections{0};
+    http::listeners host;
+    auto routes = [&] {
+        return std::vector<http::route>{{"GET", "/v1/kv/events", [&](const http::http_request &) {
+                                             const int n = ++connections;
+                                             return http::streamed_response("text/event-stream", {}, [n](http::stream_writer & w) {
+                                                 const json snap = {{"epoch", n < 3 ? "e1" : "e2"}, {"seq", 1}, {"sources", json::array()}};
+                                                 if (!w.write("event: snapshot\ndata: " + snap.dump() + "\n\n")) return;
+                                                 // The first two streams end (a reconnect, then the host's restart); the third stays.
+                                                 for (int i = 0; w.alive() && (n >= 3 || i < 2); ++i)
+                                                     if (!w.write("event: tick\ndata: {\"seq\":1}\n\n")) return;
+                                                     else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                                             });
+                                         }}};
+    };
+    ASSERT_TRUE(host.start("127.0.0.1", {0}, routes, http::http_server_options{}).ok());
+    block_index index;
+    std::mutex mu;
+    std::vector<std::string> restarts;
+    kv_event_feed feed(index, kv_feed_options{"", std::chrono::milliseconds(3000), std::chrono::milliseconds(20), nullptr, [&](const std::string & id) {
+                                                  std::lock_guard lock(mu);
+                                                  restarts.push_back(id);
+                                              }});
+    host_view h;
+    h.id = "h1";
+    h.state = "up";
+    h.url = "http://127.0.0.1:" + std::to_string(host.port(0));
+    feed.follow({h});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto seen = [&] {
+        std::lock_guard lock(mu);
+        return restarts.size();
+    };
+    while ((connections.load() < 3 || seen() == 0) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    feed.follow({});  // the host leaves the fleet: its stream ends …
+    feed.follow({h});  // … and comes back: the epoch it says is still e2
+    while (connections.load() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!feed.trusted("h1") && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    feed.stop();
+    host.stop();
+    std::lock_guard lock(mu);
+    EXPECT_GE(connections.load(), 4);
+    EXPECT_EQ(restarts, std::vector<std::string>{"h1"}) << "e1 → e1 is a reconnect, e1 → e2 a restart, e2 → e2 again none";
 }
 
 // A host slow to send one model's vocabulary must not hold up another model's: the fetches run side
