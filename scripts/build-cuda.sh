@@ -18,8 +18,12 @@
 #     architecture are the build's cost and Volta's is the dearest (its tensor-core flash-attention
 #     instances take 2.6x Ampere's); a probe's estimate put it past 90 minutes, but this list's
 #     build took 44 min on two cores, so a real 70 (about 60 min, docs/RELEASING.md) is the next step.
-#   cuda13  nvcc 13.x                       75 80 86 89 90 100 120, 120-virtual   driver >= 580.65.06
-#     Turing … Blackwell (CUDA 13 dropped Maxwell, Pascal and Volta).
+#   cuda13  nvcc 13.x                       75 (with its PTX), 86-real             driver >= 580.65.06
+#     Turing … Blackwell (CUDA 13 dropped Maxwell, Pascal and Volta). Real code for Turing (7.5) and
+#     Ampere/Ada (8.6, 8.9); A100 (8.0), Hopper and Blackwell from compute_75's PTX, compiled by the
+#     driver at first load (Turing's tensor-core kernels). Two nvcc passes: CUDA 13 takes ~27 min
+#     per architecture over ggml-cuda on two cores, so CUDA 13's default seven would take hours; a
+#     datacenter build names its own (CUDA_ARCHITECTURES="80-real;90-real;100-real").
 #   (nvcc 12.x builds a developer-only cuda12: 50-virtual 61 70 75 80 86 89 90 [100 120 with 12.8+],
 #    driver >= 525.60.13; no release flavour.)
 # "NN" is real code for that architecture (and later minor revisions of its major: 8.6 code runs on
@@ -34,7 +38,7 @@ flavour_facts() {  # flavour → FLAVOUR_ARCHS, FLAVOUR_DRIVER
         cuda12) FLAVOUR_ARCHS="50-virtual;61-real;70-real;75-real;80-real;86-real;89-real;90-real;90-virtual"
                 [ "${minor:-0}" -lt 8 ] || FLAVOUR_ARCHS="${FLAVOUR_ARCHS%;90-virtual};100-real;120-real;120-virtual"
                 FLAVOUR_DRIVER=525.60.13 ;;
-        cuda13) FLAVOUR_ARCHS="75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual"; FLAVOUR_DRIVER=580.65.06 ;;
+        cuda13) FLAVOUR_ARCHS="75;86-real"; FLAVOUR_DRIVER=580.65.06 ;;
         *) die "unknown CUDA flavour '$1' (cuda11, cuda13)" ;;
     esac
 }

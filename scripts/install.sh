@@ -169,7 +169,7 @@ CUDA_FLAVOURS=(cuda13 cuda11)
 cuda_driver_floor() { case $1 in cuda13) echo 580.65.06 ;; cuda11) echo 450.80.02 ;; esac; }
 cuda_architectures() {
     case $1 in
-        cuda13) echo "75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual" ;;
+        cuda13) echo "75;86-real" ;;
         cuda11) echo "50-virtual;61;75;86" ;;
     esac
 }
