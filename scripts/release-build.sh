@@ -61,6 +61,9 @@ case "$flavour" in
     *) die "usage: $0 cpu|vulkan|cuda11|cuda13" ;;
 esac
 
+# A CUDA architecture list named here (CUDA_ARCHITECTURES="80-real;90-real") reaches
+# scripts/build-cuda.sh in the root, which otherwise builds the flavour's own list.
+[ -z "${CUDA_ARCHITECTURES:-}" ] || envs+=("CUDA_ARCHITECTURES=$CUDA_ARCHITECTURES")
 root=$(scripts/release-chroot.sh build-root "$flavour")
 llama_src=$(scripts/llama.sh src)
 if [ "${flavour#cuda}" != "$flavour" ]; then
