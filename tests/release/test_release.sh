@@ -12,8 +12,8 @@
 #  4. Each GPU artifact in dist/ (vulkan, cuda11, cuda13), unpacked in that root, which has no GPU,
 #     no Vulkan loader and no NVIDIA driver: `rustycage version` runs and `rustycage serve` answers a
 #     chat completion on the CPU backend it ships (the GPU backend fails to load and is skipped),
-#     which is built for AVX2. A cuda11 artifact's libggml-cuda.so carries sm_61 and sm_86 code
-#     (cuobjdump: this host's toolkit's, else the cuda11 build root's). Where this host has Mesa's
+#     which is built for AVX2. A CUDA artifact's libggml-cuda.so carries exactly the code and PTX
+#     its BUILDINFO's architectures name (fatbin_archs.py); cuda11's includes sm_61 and sm_86. Where this host has Mesa's
 #     lavapipe, the vulkan artifact runs a model on it, every layer offloaded to the Vulkan device.
 #
 #   tests/release/test_release.sh [DIST]     (root; DIST defaults to dist/)
@@ -189,16 +189,16 @@ for tarball in "$dist"/rustycage-"$version"-linux-x86_64-*.tar.gz; do
     elif [ "$flavour" = vulkan ]; then
         echo "SKIP: no lavapipe on this host (scripts/setup.sh vulkan): the vulkan artifact's device path is not run"
     fi
-    # A toolkit's cuobjdump: this host's, else the one the cuda11 build root carries (it runs here).
-    cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump "${RUSTYCAGE_CACHE:-$HOME/.cache/rustycage}/bullseye/build-root/usr/bin/cuobjdump" 2>/dev/null | head -1 || true)
-    if [ "${flavour#cuda}" != "$flavour" ] && [ -n "$cuobjdump" ]; then
-        elfs=$("$cuobjdump" --list-elf "$dir/lib/libggml-cuda.so" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -uV | tr '\n' ' ')
-        ptx=$("$cuobjdump" --list-ptx "$dir/lib/libggml-cuda.so" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -uV | tr '\n' ' ')
+    # The GPU code libggml-cuda.so carries is what BUILDINFO says it was built for (fatbin_archs.py
+    # reads the fatbin: no cuobjdump here reads CUDA 13's); cuda11's includes sm_61 and sm_86.
+    if [ "${flavour#cuda}" != "$flavour" ]; then
+        archs=$(sed -n 's/^cuda_architectures=//p' "$dir/share/rustycage/BUILDINFO")
+        [ -n "$archs" ] || fail "$flavour: BUILDINFO names no cuda_architectures"
+        code=$("$here/fatbin_archs.py" "$dir/lib/libggml-cuda.so" "$archs") || fail "$flavour libggml-cuda.so: $code"
         if [ "$flavour" = cuda11 ]; then
-            case " $elfs" in *" sm_61 "*) ;; *) fail "cuda11: no sm_61 code in libggml-cuda.so (elf: $elfs)" ;; esac
-            case " $elfs" in *" sm_86 "*) ;; *) fail "cuda11: no sm_86 code in libggml-cuda.so (elf: $elfs)" ;; esac
+            case "$code" in "elf: "*sm_61*sm_86*"  ptx:"*) ;; *) fail "cuda11: libggml-cuda.so lacks sm_61 or sm_86 code: $code" ;; esac
         fi
-        ok "$flavour libggml-cuda.so: code for ${elfs:-none}; PTX for ${ptx:-none}"
+        ok "$flavour libggml-cuda.so carries what it was built for ($archs): $code"
     fi
 done
 echo "PASS: release artifacts ($(( $(date +%s) - t0 ))s)"
