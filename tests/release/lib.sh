@@ -44,7 +44,9 @@ repack_as_version() {  # tarball, new version, out dir
 # "listening" line, asks the OpenAI API for a completion of MODEL, stops it. Prints the answer.
 serve_and_ask() {  # model, log file, command...
     local model=$1 log=$2; shift 2
-    "$@" --openai-port 0 --ollama-port 0 --threads 1 --ctx-size 512 --parallel 1 >"$log" 2>&1 &
+    # Its own process group (setsid), so stopping it stops what it started: a server run through
+    # release-chroot.sh exec is the grandchild of unshare and outlived a kill of the script alone.
+    setsid "$@" --openai-port 0 --ollama-port 0 --threads 1 --ctx-size 512 --parallel 1 >"$log" 2>&1 &
     local pid=$! port=""
     for _ in $(seq 1 600); do
         port=$(sed -n 's/.*listening openai=http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log" | head -1)
@@ -52,11 +54,11 @@ serve_and_ask() {  # model, log file, command...
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
-    if [ -z "$port" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fail "serve did not start: $(tail -20 "$log")"; fi
+    if [ -z "$port" ]; then kill -- "-$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fail "serve did not start: $(tail -20 "$log")"; fi
     local answer
     answer=$(curl -sS --max-time 120 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
         -d "{\"model\":\"$model\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":4}") || answer="curl failed"
-    kill "$pid" 2>/dev/null || true
+    kill -- "-$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     echo "$answer"
 }
