@@ -357,6 +357,15 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
 
 // A host whose KV events carry a field of the wrong type: the feed drops that stream (no exception
 // leaves its thread), reconnects without resuming, and takes the good snapshot the host sends next.
+// A routable host at a local port, as the host table would list it.
+static host_view up_host(const std::string & id, int port) {
+    host_view h;
+    h.id = id;
+    h.state = "up";
+    h.url = "http://127.0.0.1:" + std::to_string(port);
+    return h;
+}
+
 TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_taken_whole) {
     std::atomic<int> connections{0};
     std::atomic<bool> done{false};
@@ -390,10 +399,7 @@ TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_
                                                   std::lock_guard lock(load_mu);
                                                   loads.emplace_back(id, busy, slots);
                                               }, nullptr});
-    host_view h;
-    h.id = "h1";
-    h.state = "up";
-    h.url = "http://127.0.0.1:" + std::to_string(host.port(0));
+    const host_view h = up_host("h1", host.port(0));
     feed.follow({h});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!(feed.trusted("h1") && index.blocks("h1") == 2) && std::chrono::steady_clock::now() < deadline)
@@ -448,10 +454,7 @@ TEST(kv_event_feed, a_new_epoch_is_reported_as_a_restart_once) {
                                                   std::lock_guard lock(mu);
                                                   restarts.push_back(id);
                                               }});
-    host_view h;
-    h.id = "h1";
-    h.state = "up";
-    h.url = "http://127.0.0.1:" + std::to_string(host.port(0));
+    const host_view h = up_host("h1", host.port(0));
     feed.follow({h});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     auto seen = [&] {
