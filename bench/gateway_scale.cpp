@@ -176,6 +176,7 @@ int main(int argc, char ** argv) {
         std::set<std::string> served_by;
     };
     std::vector<conversation> convs;
+    std::vector<double> resume_us, new_us;  // the measured requests' overhead, resumes and new conversations apart
     auto send = [&](conversation & c, std::vector<double> * route_us, int * hit, int * resumes) {
         const bool resume = !c.served_by.empty();
         json body = {{"model", model}, {"max_tokens", 1}, {"temperature", 0}};
@@ -198,11 +199,14 @@ int main(int argc, char ** argv) {
             return false;
         }
         const std::string host = reply->header("X-Rustycage-Host");
-        if (route_us) route_us->push_back(std::stod(reply->header("X-Rustycage-Route-Us")));
+        if (route_us) {
+            route_us->push_back(std::stod(reply->header("X-Rustycage-Route-Us")));
+            (resume ? resume_us : new_us).push_back(route_us->back());
+        }
         if (resume && resumes) ++*resumes;
         if (resume && hit && c.served_by.contains(host)) ++*hit;
         c.served_by.insert(host);
-        c.messages.push_back({{"role", "assistant"}, {"content", "ok"}});
+        c.messages.push_back({{"role", "assistant"}, {"content", words(rng, 12)}});  // a reply of its own, as replies are
         c.messages.push_back({{"role", "user"}, {"content", words(rng, 20)}});
         return true;
     };
@@ -235,10 +239,13 @@ int main(int argc, char ** argv) {
 
     json result = {{"mode", mode}, {"api", api}, {"hosts", hosts}, {"real_hosts", n_real}, {"blocks_per_host", blocks}, {"requests", requests},
                    {"route_us_p50", percentile(route_us, 0.5)}, {"route_us_p99", percentile(route_us, 0.99)},
+                   {"resume_us_p50", percentile(resume_us, 0.5)}, {"resume_us_p99", percentile(resume_us, 0.99)},
+                   {"new_us_p50", percentile(new_us, 0.5)}, {"new_us_p99", percentile(new_us, 0.99)}, {"new_conversations", new_us.size()},
                    {"lookups_per_request", lookups / requests}, {"sim_host_cpu_s_per_1k", host_cpu / requests * 1000},
                    {"hit_rate", resumes ? static_cast<double>(hits) / resumes : 0.0}, {"resumes", resumes},
                    {"index_blocks", g.blocks.blocks()}, {"index_mib", static_cast<double>(g.blocks.bytes()) / (1 << 20)},
                    {"feeds_trusted_s", feeds_s}, {"wall_s", wall}};
+    if (auto v = g.vocabs.to_json(); v.contains(model) && v[model].contains("render_memo")) result["render_memo"] = v[model]["render_memo"];
     std::cout << result.dump() << std::endl;
     if (!out_file.empty()) std::ofstream(out_file, std::ios::app) << result.dump() << "\n";
     gw.stop();

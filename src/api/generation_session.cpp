@@ -140,7 +140,7 @@ rendered_prompts render_prompts(const llama::model & m, int n_ctx, const generat
         if (in.chat->messages.size() > max_chat_messages)  // dialects check earlier; this keeps the bound for every path
             bad_request("'" + in.prompt_field + "' has more than " + std::to_string(max_chat_messages) + " messages", in.prompt_field);
         check_prompt_text(m, n_ctx, chat_text_bytes(in.chat->messages), in.prompt_field);  // before the render's copies
-        auto rendered = engine::render_chat(m, *in.chat, in.model);
+        auto rendered = in.render_memo && in.chat->prompt_only ? in.render_memo->render(*in.chat, in.model) : engine::render_chat(m, *in.chat, in.model);
         if (!rendered) raise(rendered.err(), render_error_field(rendered.err(), in));
         check_prompt_text(m, n_ctx, rendered->text.size(), in.prompt_field);
         std::vector<llama_token> tokens = std::move(context);

@@ -25,6 +25,7 @@
 #include "api/generation_meter.h"
 #include "http/stream_writer.h"
 #include "engine/chat_format.h"
+#include "engine/render_memo.h"
 #include "engine/engine.h"
 #include "models/model_manager.h"
 
@@ -50,6 +51,7 @@ struct generation_input {
     // Chat messages, tools and output constraints, rendered with the model's chat template; their
     // output is parsed into content, reasoning and tool calls. Unset: `prompts` as they are.
     std::optional<engine::chat_input> chat;
+    engine::render_memo * render_memo = nullptr;  // a prompt-only chat renders through it (may be null)
     std::vector<prompt_input> prompts;   // without chat: each prompt gets `n` choices (completions take lists)
     bool parse_special = false;          // text prompts: "<|im_start|>" is the special token (raw mode)
     std::string output_schema;           // without chat: a JSON schema the output must satisfy

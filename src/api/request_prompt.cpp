@@ -8,8 +8,10 @@
 namespace rc::api {
 using namespace rc::http;  // written against the HTTP shell (src/http)
 
-request_prompt read_request_prompt(const models::model_entry & entry, const llama::model & m, int n_ctx, json & body, const std::string & api) {
+request_prompt read_request_prompt(const models::model_entry & entry, const llama::model & m, int n_ctx, json & body, const std::string & api,
+                                   engine::render_memo * memo) {
     generation_input in;
+    in.render_memo = memo;
     in.model = entry.name;
     const bool has_messages = body.contains("messages") && !body["messages"].is_null();
     if (api == "ollama") {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/render_memo.h"
 #include "llama/model.h"
 #include "models/local_catalog.h"
 
@@ -29,7 +30,9 @@ struct request_prompt {
 // first) — or "ollama" — chat `messages` or a generate `prompt`, with the entry's Modelfile defaults
 // (system prompt, template). The body is read by that route's own readers and rendered by the
 // session's render_prompts, bounded by an `n_ctx`-token context. Throws api_error 400 where that
-// route would (a malformed field, an empty prompt).
-request_prompt read_request_prompt(const models::model_entry & entry, const llama::model & m, int n_ctx, nlohmann::ordered_json & body, const std::string & api);
+// route would (a malformed field, an empty prompt). A chat renders through `memo` where given (the
+// same text, kept by the conversation's shape: engine/render_memo.h).
+request_prompt read_request_prompt(const models::model_entry & entry, const llama::model & m, int n_ctx, nlohmann::ordered_json & body, const std::string & api,
+                                   engine::render_memo * memo = nullptr);
 
 }  // namespace rc::api

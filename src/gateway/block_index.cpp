@@ -175,6 +175,15 @@ bool block_index::overflowed(const std::string & host, const std::string & model
     return h != m->second.end() && h->second.overflowed;
 }
 
+std::set<std::string> block_index::overflowed(const std::string & model) const {
+    std::set<std::string> out;
+    std::shared_lock lock(mu_);
+    if (auto m = models_.find(model); m != models_.end())
+        for (const auto & [host, e] : m->second)
+            if (e.overflowed) out.insert(host);
+    return out;
+}
+
 size_t block_index::blocks() const {
     std::shared_lock lock(mu_);
     size_t n = 0;

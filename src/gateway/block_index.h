@@ -17,6 +17,7 @@
 #include <map>
 #include <shared_mutex>
 #include <span>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,6 +76,7 @@ class block_index {
     std::map<std::string, held_prefix> walk(const std::string & model, std::span<const short_key> chain, int block_size) const;
     // Whether the host's index of `model` refused blocks (the router asks that host instead).
     bool overflowed(const std::string & host, const std::string & model) const;
+    std::set<std::string> overflowed(const std::string & model) const;  // every such host, one lock
 
     size_t blocks() const;  // held, summed over hosts and models
     size_t blocks(const std::string & host) const;  // held by one host, over its models

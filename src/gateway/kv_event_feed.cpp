@@ -210,6 +210,19 @@ std::optional<model_keys> kv_event_feed::keys(const std::string & host, const st
     return std::nullopt;
 }
 
+std::unordered_map<std::string, kv_event_feed::trusted_keys> kv_event_feed::trusted_for(const std::string & model) const {
+    std::unordered_map<std::string, trusted_keys> out;
+    std::lock_guard lock(mu_);
+    const auto now = steady::now();
+    for (const auto & [host, s] : streams_) {
+        if (!s->connected || now - s->heard >= opts_.stall_after) continue;
+        auto & t = out[host];
+        for (const auto & [id, src] : s->sources)
+            if (src.model == model) t.keys = src.keys;
+    }
+    return out;
+}
+
 nlohmann::ordered_json kv_event_feed::to_json() const {
     std::lock_guard lock(mu_);
     nlohmann::ordered_json out = nlohmann::ordered_json::object();

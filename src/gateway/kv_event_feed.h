@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -64,6 +65,12 @@ class kv_event_feed {
 
     bool trusted(const std::string & host) const;
     std::optional<model_keys> keys(const std::string & host, const std::string & model) const;
+    // Both for every followed host at once (one lock: a routed request reads 64 hosts), trusted
+    // hosts only; `keys` unset where the trusted stream has no source for `model`.
+    struct trusted_keys {
+        std::optional<model_keys> keys;
+    };
+    std::unordered_map<std::string, trusted_keys> trusted_for(const std::string & model) const;
     // Per host: connected, trusted, epoch, seq, snapshots, events, the last event's age.
     nlohmann::ordered_json to_json() const;
 

@@ -83,6 +83,7 @@ result<model_vocab> load_model_vocab(const std::string & gguf_bytes) {
     auto m = llama::model::load(file.path(), lo);
     if (!m) return make_error(errc::invalid_argument, "llama.cpp could not load the vocabulary: " + m.err().message);
     v.model = std::move(m.value());
+    v.memo = std::make_shared<engine::render_memo>(*v.model);
     return v;
 }
 
@@ -164,6 +165,12 @@ nlohmann::ordered_json model_vocabs::to_json() const {
     for (const auto & [name, s] : models_) {
         nlohmann::ordered_json j = {{"state", s.vocab ? "ready" : s.fetching ? "fetching" : s.error.empty() ? "idle" : "failed"}, {"bytes", s.bytes}};
         if (!s.error.empty()) j["error"] = s.error;
+        if (s.vocab && s.vocab->memo) {
+            const auto m = s.vocab->memo->stats();
+            j["render_memo"] = {{"enabled", m.enabled}, {"hits", m.hits}, {"misses", m.misses}, {"bypassed", m.bypassed}, {"checked", m.checked},
+                                {"mismatches", m.mismatches}, {"shapes", m.shapes}, {"bytes", m.bytes}};
+            if (!m.enabled) j["render_memo"]["off_reason"] = m.off_reason;
+        }
         out[name] = std::move(j);
     }
     return out;

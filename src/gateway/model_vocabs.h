@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/render_memo.h"
 #include "llama/model.h"
 #include "models/local_catalog.h"
 #include "util/result.h"
@@ -35,6 +36,8 @@ namespace rc::gateway {
 struct model_vocab {
     std::shared_ptr<llama::model> model;  // vocab-only: tokenizer, templates, hyper-parameters
     models::model_entry entry;            // the host's name for it and its Modelfile defaults
+    // Chat renders kept by conversation shape (engine/render_memo.h); made with the model.
+    std::shared_ptr<engine::render_memo> memo;
 };
 
 // GET `host_url`/v1/kv/vocab?model=… (with `api_key` as a bearer key when set): the body, or the

@@ -43,7 +43,7 @@ indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::orde
     try {
         nlohmann::ordered_json copy = body;  // the readers take fields out of it
         const int n_ctx = vocab.model->info().n_ctx_train > 0 ? vocab.model->info().n_ctx_train : INT_MAX / 2;
-        prompt = api::read_request_prompt(vocab.entry, *vocab.model, n_ctx, copy, body.value("api", "openai"));
+        prompt = api::read_request_prompt(vocab.entry, *vocab.model, n_ctx, copy, body.value("api", "openai"), vocab.memo.get());
         out.rendered = true;
     } catch (const std::exception & e) {
         // A body the hosts would refuse: they say why (the lookup or the forwarded request gets the 400).
@@ -57,15 +57,18 @@ indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::orde
     const std::span<const int32_t> tokens(prompt.tokens.data(), prompt.tokens.size());
     // One chain per (identity, block size), walked once over every host.
     std::map<std::pair<std::string, int>, std::map<std::string, held_prefix>> walks;
+    const auto trusted = feed.trusted_for(vocab.entry.name);
+    const auto overflowed = index.overflowed(vocab.entry.name);
     for (const auto & h : candidates) {
-        const auto keys = feed.trusted(h.id) ? feed.keys(h.id, vocab.entry.name) : std::nullopt;
+        const auto t = trusted.find(h.id);
+        const auto & keys = t == trusted.end() ? std::nullopt : t->second.keys;
         if (!keys) {
             // A trusted stream without the model: not loaded there (its load would announce it).
-            if (feed.trusted(h.id) && !h.model_loaded(vocab.entry.name)) out.answers[h.id] = {false, out.prompt_tokens, 0, 0, 0};
+            if (t != trusted.end() && !h.model_loaded(vocab.entry.name)) out.answers[h.id] = {false, out.prompt_tokens, 0, 0, 0};
             else out.ask.push_back(h.id);
             continue;
         }
-        if (index.overflowed(h.id, vocab.entry.name)) {
+        if (overflowed.contains(h.id)) {
             out.ask.push_back(h.id);
             continue;
         }

@@ -75,13 +75,72 @@ piece_tokenizer::piece_tokenizer(const llama_vocab * vocab, std::string_view tok
                          !std::isspace(static_cast<unsigned char>(text.front())) && !std::isspace(static_cast<unsigned char>(text.back()));
         specials_->add(text, id, cut);
     }
+    if (!splits_) return;
+    bpe_ = type == LLAMA_VOCAB_TYPE_BPE;
+    text_cuts_ = true;
+    if (!bpe_) {
+        static constexpr std::string_view meta_space = "\xE2\x96\x81";  // "▁"
+        for (llama_token id = 0; text_cuts_ && id < n; ++id) {
+            const char * t = llama_vocab_get_text(vocab, id);
+            const std::string_view text = t ? t : "";
+            for (size_t at = text.find(meta_space, 1); at != std::string_view::npos; at = text.find(meta_space, at + 1))
+                if (at < meta_space.size() || text.substr(at - meta_space.size(), meta_space.size()) != meta_space) text_cuts_ = false;
+        }
+        const auto a = common_tokenize(vocab, "a", false, false);
+        const char * first = a.empty() ? nullptr : llama_vocab_get_text(vocab, a.front());
+        space_prefix_ = first && std::string_view(first).starts_with(meta_space);
+    }
+    if (text_cuts_) {
+        // Whole against cut on a probe of prose, punctuation, numbers, non-ASCII and whitespace runs.
+        static const char * words[] = {"The", "quick", "brown", "fox,", "12", "jumps", "over", "345", "lazy", "dogs.", "Don't", "stop;", "it's",
+                                       "\"quoted\"", "(really)", "\u2014", "na\u00efve", "caf\u00e9", "\u2713", "\u4f60\u597d", "x\ty", "a  b",
+                                       "c\n d", "e-mail", "foo_bar", "3.14", "$100", "#tag", "@user", "https://x.org/a?b=c", "\u00bfQu\u00e9?", "A.B."};
+        std::string probe;
+        for (size_t i = 0; probe.size() < 4096; ++i) probe += std::string(i ? " " : "") + words[(i * 7 + i / 32) % std::size(words)];
+        for (const bool parse_special : {false, true})
+            if (tokenize_pieces(probe, true, parse_special) != tokenize_whole(probe, true, parse_special)) text_cuts_ = false;
+        std::lock_guard<std::mutex> lock(mutex_);
+        kept_.clear();
+        ages_.clear();
+        stats_ = {};
+    }
 }
 
 piece_tokenizer::~piece_tokenizer() = default;
 
-std::vector<size_t> piece_tokenizer::cuts(std::string_view text) const {
+bool piece_tokenizer::in_special(std::string_view text, size_t from, size_t to) const {
+    for (size_t q = from >= specials_->longest ? from - specials_->longest + 1 : 0; q < to; ++q) {
+        const auto m = specials_->longest_at(text, q);
+        if (m.length > 0 && q + m.length > from) return true;
+    }
+    return false;
+}
+
+void piece_tokenizer::add_text_cuts(std::string_view text, size_t begin, size_t end, std::vector<size_t> & out) const {
+    size_t last = begin;
+    for (size_t p = begin + min_piece_bytes; p + 1 < end; ++p) {
+        if (text[p] != ' ' || p < last + min_piece_bytes) continue;
+        const unsigned char prev = static_cast<unsigned char>(text[p - 1]), next = static_cast<unsigned char>(text[p + 1]);
+        if (std::isspace(prev) || std::isspace(next)) continue;
+        if (bpe_ && !(prev < 0x80 && std::isgraph(prev) && next < 0x80 && std::isalpha(next))) continue;
+        // Chosen by the 16 bytes before the space, not by the distance from the start: a prompt whose
+        // beginning changes (a system prompt moved to the last turn) keeps the cuts that follow.
+        uint32_t h = 2166136261u;
+        for (size_t i = p - std::min<size_t>(16, p - begin); i < p; ++i) h = (h ^ static_cast<unsigned char>(text[i])) * 16777619u;
+        if (h % cut_one_space_in != 0) continue;
+        if (in_special(text, p - 1, p + 2)) continue;
+        out.push_back(p);
+        last = p;
+    }
+}
+
+std::vector<size_t> piece_tokenizer::cuts(std::string_view text, bool parse_special) const {
     std::vector<size_t> out;
     if (!splits_) return out;
+    if (!parse_special) {  // llama.cpp's partition leaves control tokens as text: no cut before them
+        if (text_cuts_) add_text_cuts(text, 0, text.size(), out);
+        return out;
+    }
     const auto & first = specials_->nodes.front().next;
     bool starts[256] = {};
     for (const auto & [c, _] : first) starts[c] = true;
@@ -102,7 +161,14 @@ std::vector<size_t> piece_tokenizer::cuts(std::string_view text) const {
         out.push_back(p);
         p += s.length - 1;
     }
-    return out;
+    if (!text_cuts_) return out;
+    std::vector<size_t> all;
+    size_t begin = 0;
+    for (size_t i = 0; i <= out.size(); ++i) {
+        add_text_cuts(text, begin, i < out.size() ? out[i] : text.size(), all);
+        if (i < out.size()) all.push_back(begin = out[i]);
+    }
+    return all;
 }
 
 std::vector<llama_token> piece_tokenizer::tokenize_whole(const std::string & text, bool add_special, bool parse_special) const {
@@ -144,15 +210,19 @@ std::vector<llama_token> piece_tokenizer::piece(std::string_view text, bool firs
 }
 
 std::vector<llama_token> piece_tokenizer::tokenize(const std::string & text, bool add_special, bool parse_special) const {
-    // Without parse_special only user-defined tokens are cut at by llama.cpp: the control tokens
-    // a cut is made at would stay text. Tokenize whole then (kept as one piece).
-    const auto at = parse_special ? cuts(text) : std::vector<size_t>{};
+    return tokenize_pieces(text, add_special, parse_special);
+}
+
+std::vector<llama_token> piece_tokenizer::tokenize_pieces(const std::string & text, bool add_special, bool parse_special) const {
+    const auto at = cuts(text, parse_special);
     std::vector<llama_token> out;
     size_t begin = 0;
     for (size_t i = 0; i <= at.size(); ++i) {
         const size_t end = i < at.size() ? at[i] : text.size();
-        const auto part = piece(std::string_view(text).substr(begin, end - begin), i == 0, add_special, parse_special);
-        if (i > 0) {
+        const bool raw_cut = i > 0 && text[begin] == ' ';  // a special token never starts with a space
+        const size_t from = raw_cut && space_prefix_ ? begin + 1 : begin;  // llama.cpp puts the "▁" back
+        const auto part = piece(std::string_view(text).substr(from, end - from), i == 0, add_special, parse_special);
+        if (i > 0 && !raw_cut) {
             const auto s = specials_->longest_at(text, begin);
             const char * t = part.empty() ? nullptr : llama_vocab_get_text(vocab_, part.front());
             if (!t || std::string_view(t) != std::string_view(text).substr(begin, s.length)) return tokenize_whole(text, add_special, parse_special);

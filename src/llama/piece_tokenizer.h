@@ -16,9 +16,24 @@
 // (checked; anything else falls back to tokenizing the whole text). Used only for vocabularies
 // whose fragments are tokenized independently: SPM and BPE (not the hybrid-DNA or whitespace BPE
 // sessions), without an appended EOS; any other tokenizes the whole text every time.
+//
+// Raw text is cut too, at spaces chosen by the bytes before them (one eligible space in
+// `cut_one_space_in`, at least `min_piece_bytes` apart), so a prompt that grows at its end (a
+// completions conversation) or changes at its start keeps the pieces in between: a space between
+// two non-space bytes, none of the three inside any special token's occurrence. Why that splits
+// the token list:
+//   * SPM merges symbol pairs that are vocabulary tokens; when no token has "▁" after another
+//     character (checked over the vocabulary), no merge crosses "c|▁". The piece after the cut is
+//     tokenized as a fragment of its own, so it starts without its space where the vocabulary adds
+//     a space prefix (llama.cpp adds the same "▁" back).
+//   * BPE merges inside the pre-tokenizer's words, and its expressions start a word at " x" after
+//     a non-space byte when x is an ASCII letter (only such spaces are cut at).
+// Both are checked at construction on a probe text (whole against cut; any difference: no raw cuts)
+// and by the tests on the pinned tree's vocabularies.
 #include <llama.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -40,9 +55,14 @@ class piece_tokenizer {
     // The tokens llama_tokenize gives for `text`. Thread-safe.
     std::vector<llama_token> tokenize(const std::string & text, bool add_special, bool parse_special) const;
 
-    // Where the pieces of `text` start after the first (byte offsets): exposed for tests.
-    std::vector<size_t> cuts(std::string_view text) const;
-    bool splits() const { return splits_; }  // false: this vocabulary is always tokenized whole
+    static constexpr size_t min_piece_bytes = 32;
+    static constexpr uint32_t cut_one_space_in = 8;
+
+    // Where the pieces of `text` start after the first (byte offsets; a raw-text cut is at its
+    // space): exposed for tests.
+    std::vector<size_t> cuts(std::string_view text, bool parse_special = true) const;
+    bool splits() const { return splits_; }          // false: this vocabulary is always tokenized whole
+    bool cuts_text() const { return text_cuts_; }    // raw text is cut at spaces too
 
     struct stats {
         size_t hits = 0, misses = 0, bytes = 0, entries = 0;
@@ -53,9 +73,15 @@ class piece_tokenizer {
     struct trie;
     std::vector<llama_token> tokenize_whole(const std::string & text, bool add_special, bool parse_special) const;
     std::vector<llama_token> piece(std::string_view text, bool first, bool add_special, bool parse_special) const;
+    std::vector<llama_token> tokenize_pieces(const std::string & text, bool add_special, bool parse_special) const;
+    void add_text_cuts(std::string_view text, size_t begin, size_t end, std::vector<size_t> & out) const;
+    bool in_special(std::string_view text, size_t from, size_t to) const;  // any special occurrence touches [from, to)
 
     const llama_vocab * vocab_;
     bool splits_ = false;
+    bool text_cuts_ = false;
+    bool bpe_ = false;
+    bool space_prefix_ = false;  // SPM adds "▁" before a fragment's text
     std::unique_ptr<trie> specials_;
 
     size_t max_bytes_;

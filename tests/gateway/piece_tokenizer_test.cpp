@@ -96,39 +96,83 @@ std::string hostile_text(std::mt19937 & rng, const std::vector<std::string> & sp
     return t;
 }
 
-class piece_tokenizer_vocab : public ::testing::TestWithParam<std::string> {};
+// One vocabulary of the tree, its piece tokenizer and the texts the tests build from.
+class piece_tokenizer_vocab : public ::testing::TestWithParam<std::string> {
+  protected:
+    void SetUp() override {
+        m = load_vocab(GetParam());
+        ASSERT_TRUE(m);
+        v = m->vocab();
+        pieces = std::make_unique<piece_tokenizer>(v, m->meta("tokenizer.ggml.model"), size_t{8} << 20);
+        specials = special_texts(v);
+        strings = samples(GetParam());
+        overlaps = overlapping(specials);
+    }
+    std::shared_ptr<rc::llama::model> m;
+    const llama_vocab * v = nullptr;
+    std::unique_ptr<piece_tokenizer> pieces;
+    std::vector<std::string> specials, strings, overlaps;
+};
 
 TEST_P(piece_tokenizer_vocab, gives_llama_cpp_tokens_cold_and_kept) {
-    const auto m = load_vocab(GetParam());
-    ASSERT_TRUE(m);
-    const llama_vocab * v = m->vocab();
-    const piece_tokenizer pieces(v, m->meta("tokenizer.ggml.model"), size_t{8} << 20);
-    const auto specials = special_texts(v);
-    const auto strings = samples(GetParam());
-    const auto overlaps = overlapping(specials);
     std::mt19937 rng(20261204);
     size_t cut_texts = 0;
     for (int n = 0; n < 400; ++n) {
         std::string text = hostile_text(rng, specials, overlaps, strings);
         // A conversation that grows: the same text again with more after it, so pieces are reused.
         for (const std::string & t : {text, text + hostile_text(rng, specials, overlaps, strings)}) {
-            if (!pieces.cuts(t).empty()) ++cut_texts;
+            if (!pieces->cuts(t).empty()) ++cut_texts;
             for (const bool add_special : {true, false}) {
                 for (const bool parse_special : {true, false}) {
                     const auto want = common_tokenize(v, t, add_special, parse_special);
-                    ASSERT_EQ(pieces.tokenize(t, add_special, parse_special), want) << GetParam() << " add_special=" << add_special
+                    ASSERT_EQ(pieces->tokenize(t, add_special, parse_special), want) << GetParam() << " add_special=" << add_special
                                                                                       << " parse_special=" << parse_special << " text: " << t;
-                    ASSERT_EQ(pieces.tokenize(t, add_special, parse_special), want) << GetParam() << " (kept pieces) text: " << t;
+                    ASSERT_EQ(pieces->tokenize(t, add_special, parse_special), want) << GetParam() << " (kept pieces) text: " << t;
                 }
             }
         }
     }
-    const auto c = pieces.counters();
+    const auto c = pieces->counters();
     EXPECT_GT(c.hits, 0u);
     EXPECT_LE(c.bytes, size_t{8} << 20);
-    if (pieces.splits()) {
+    if (pieces->splits()) {
         EXPECT_GT(cut_texts, 100u) << "the texts should exercise the cuts";
     }
+}
+
+// Long raw text: prose of the vocabulary's test strings and words joined by spaces, whitespace runs
+// and special tokens here and there, so the raw-text cuts (one space in ~8, at a space) are made
+// many times; a prompt that grows at its end, as a completions conversation does, reuses its pieces->
+TEST_P(piece_tokenizer_vocab, cuts_raw_text_at_spaces_and_gives_llama_cpp_tokens) {
+    static const std::vector<std::string> words = {"the", "Quick", "brown,", "fox", "12", "jumps", "(over)", "don't", "it's", "\"x\"", "na\u00efve",
+                                                   "\u4f60\u597d", "a.b", "e-mail", "3.14", "#tag", "x:y", "[1]", "<b>", "\u2014", "ok."};
+    std::mt19937 rng(20261205);
+    auto pick = [&](const auto & list) -> const auto & { return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng)]; };
+    size_t raw_cuts = 0;
+    for (int n = 0; n < 40; ++n) {
+        std::string text;
+        for (int turn = 0; turn < 6; ++turn) {
+            while (text.size() < static_cast<size_t>(turn + 1) * 700) {
+                const int r = std::uniform_int_distribution<int>(0, 19)(rng);
+                if (r == 0) text += hostile_text(rng, specials, overlaps, strings);
+                else if (r == 1 && !strings.empty()) text += pick(strings);
+                else text += pick(words);
+                text += r == 2 ? "  " : r == 3 ? "\n" : " ";
+            }
+            for (size_t c : pieces->cuts(text, false)) raw_cuts += text[c] == ' ';
+            for (const bool parse_special : {true, false}) {
+                const auto want = common_tokenize(v, text, true, parse_special);
+                ASSERT_EQ(pieces->tokenize(text, true, parse_special), want) << GetParam() << " parse_special=" << parse_special << " text: " << text;
+            }
+        }
+    }
+    // Every SPM and BPE vocabulary here passes the construction's probe (WPM is never cut).
+    EXPECT_EQ(pieces->cuts_text(), GetParam() != "bert-bge");
+    if (pieces->cuts_text()) {
+        EXPECT_GT(raw_cuts, 200u) << "the texts should exercise the raw-text cuts";
+        EXPECT_GT(pieces->counters().hits, 200u) << "a prompt that grows at its end reuses its pieces";
+    }
+    std::cout << GetParam() << ": raw-text cuts " << (pieces->cuts_text() ? "on" : "off") << ", " << raw_cuts << " made\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(vocabularies, piece_tokenizer_vocab,

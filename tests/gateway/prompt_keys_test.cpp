@@ -4,7 +4,8 @@
 // here (tiny-chat's own, and store models created with real families' templates and a Modelfile
 // system prompt), the chain computed from the host's GET /v1/kv/vocab — a vocab-only load, the
 // hosts' own reader, the identity and block size the host announces — is the chain of blocks the
-// host stored for that request, and another cache_salt gives keys the host never stored.
+// host stored for that request, and another cache_salt gives keys the host never stored. The
+// gateway's render memo gives the same tokens, rendering the shape and splicing it.
 #include <cpp-httplib/httplib.h>
 #include <gtest/gtest.h>
 
@@ -163,6 +164,13 @@ TEST_P(prompt_keys, the_gateway_computes_the_chain_the_host_stored_for_every_rou
         lookup["api"] = sh.api;
         nlohmann::ordered_json copy = lookup;
         const auto prompt = rc::api::read_request_prompt(vocab->entry, *vocab->model, 4096, copy, sh.api);
+        // Through the gateway's render memo (engine/render_memo.h), first and again (a kept shape):
+        // the same tokens.
+        for (int pass = 0; pass < 2; ++pass) {
+            nlohmann::ordered_json again = lookup;
+            EXPECT_EQ(rc::api::read_request_prompt(vocab->entry, *vocab->model, 4096, again, sh.api, vocab->memo.get()).tokens, prompt.tokens)
+                << "render memo, pass " << pass;
+        }
         const auto host_side = snapshot(vocab->entry.name);
         ASSERT_EQ(host_side.block_size, 16);
         const auto chain = prompt_chain(host_side.identity, host_side.block_size, prompt.cache_salt, prompt.tokens);
