@@ -188,9 +188,10 @@ if [ "$mode" = scale ]; then
     done
     node - "$outdir/scale.jsonl" >"$outdir/scale.md" <<'EOF'
 const rows = require('fs').readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-console.log('| requests | hosts | routing | overhead p50 (µs) | p99 (µs) | lookups / request | sim. hosts\' CPU s / 1k requests | hit rate |');
-console.log('|---|---:|---|---:|---:|---:|---:|---:|');
-for (const r of rows) console.log(`| ${r.api} | ${r.hosts} | ${r.mode} | ${r.route_us_p50.toFixed(0)} | ${r.route_us_p99.toFixed(0)} | ${r.lookups_per_request.toFixed(2)} | ${r.sim_host_cpu_s_per_1k.toFixed(2)} | ${(100 * r.hit_rate).toFixed(0)} % |`);
+console.log('| requests | hosts | routing | overhead p50 (µs) | p99 (µs) | resumes p50 / p99 (µs) | new conversations p50 / p99 (µs) | lookups / request | sim. hosts\' CPU s / 1k requests | hit rate |');
+console.log('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|');
+const us = (v) => (v === undefined ? '—' : v.toFixed(0));
+for (const r of rows) console.log(`| ${r.api} | ${r.hosts} | ${r.mode} | ${us(r.route_us_p50)} | ${us(r.route_us_p99)} | ${us(r.resume_us_p50)} / ${us(r.resume_us_p99)} | ${us(r.new_us_p50)} / ${us(r.new_us_p99)} (${r.new_conversations ?? '—'}) | ${r.lookups_per_request.toFixed(2)} | ${r.sim_host_cpu_s_per_1k.toFixed(2)} | ${(100 * r.hit_rate).toFixed(0)} % |`);
 EOF
     cat "$outdir/scale.md"
     log "results in $outdir (scale.jsonl, scale.md)"

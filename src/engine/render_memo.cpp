@@ -185,7 +185,7 @@ bool render_memo::eligible(const chat_input & in) const {
         if (!m.content_parts.empty()) return false;
         const std::string & t = m.content;
         if (t.empty() || !spliced_role(m.role)) continue;
-        if (space_at_front(t) || space_at_back(t) || t.find(mark_open) != std::string::npos || literals_.contains(t)) return false;
+        if ((!edge_space_ok_ && (space_at_front(t) || space_at_back(t))) || t.find(mark_open) != std::string::npos || literals_.contains(t)) return false;
         for (const auto & lit : markup_)
             if (t.find(lit) != std::string::npos) return false;
     }
@@ -279,6 +279,22 @@ bool render_memo::probe_passes(std::string & why) {
             return false;
         }
     }
+    // Texts with whitespace at their ends: spliced too where no role's text is trimmed.
+    auto msg = [](const char * role, const char * content) {
+        common_chat_msg m;
+        m.role = role;
+        m.content = content;
+        return m;
+    };
+    chat_input edge;
+    edge.prompt_only = true;
+    edge.messages = {msg("system", " Be brief. "), msg("user", "\n Hello there \n"), msg("assistant", " Hi.\n"), msg("user", "\tAnd again ")};
+    if (auto full = render_chat(model_, edge)) {
+        chat_prompt rest;
+        bool kept = false;
+        auto spliced = splice(edge, {}, rest, kept);
+        edge_space_ok_ = spliced && *spliced == full->text;
+    }
     return true;
 }
 
@@ -334,15 +350,11 @@ void render_memo::worker_main() {
 
 result<chat_prompt> render_memo::render(const chat_input & in, std::string_view model_name) {
     if (!in.prompt_only) return render_chat(model_, in, model_name);
-    bool use = eligible(in);
     bool probe = false;
     {
         std::lock_guard lock(mu_);
-        use = use && stats_.enabled;
-        probe = use && !probed_;
-        if (!use) ++stats_.bypassed;
+        probe = stats_.enabled && !probed_;
     }
-    if (!use) return render_chat(model_, in, model_name);
     if (probe) {
         std::string why;
         const bool ok = probe_passes(why);
@@ -350,6 +362,13 @@ result<chat_prompt> render_memo::render(const chat_input & in, std::string_view 
         probed_ = probed_.value_or(true) && ok;
         if (!ok) turn_off(why);
     }
+    bool use = eligible(in);
+    {
+        std::lock_guard lock(mu_);
+        use = use && stats_.enabled;
+        if (!use) ++stats_.bypassed;
+    }
+    if (!use) return render_chat(model_, in, model_name);
     chat_prompt out;
     bool kept = false;
     auto text = splice(in, model_name, out, kept);

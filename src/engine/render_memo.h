@@ -7,9 +7,10 @@
 // with its texts spliced in — microseconds.
 //
 // The result is render_chat's, or render_chat is called:
-// * a request is spliced only when every message text is plain (no content parts), starts and
-//   ends with no whitespace (a template's `trim`), and holds neither a placeholder's mark nor a
-//   markup literal of the template (`'</think>' in content`, `'[TOOL_CALLS]'`, …);
+// * a request is spliced only when every message text is plain (no content parts), holds neither
+//   a placeholder's mark nor a markup literal of the template (`'</think>' in content`,
+//   `'[TOOL_CALLS]'`, …) and equals no literal of it, and — unless a probe showed that the
+//   template trims no role's text — starts and ends with no whitespace;
 // * a shape is kept only when every text's placeholder comes out of the render intact (a template
 //   that escapes, slices or changes a text's case loses it: that shape renders in full);
 // * before first use the template renders a probe set both ways (quotes, backslashes, newlines,
@@ -22,6 +23,7 @@
 // minute, or to the second where they may print seconds).
 // A template error, a shape that throws: rendered in full (the error is render_chat's own).
 // Thread-safe; the model must outlive the memo.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <ctime>
@@ -88,7 +90,7 @@ class render_memo {
 
     bool eligible(const chat_input & in) const;
     std::string clock() const;
-    bool probe_passes(std::string & why);
+    bool probe_passes(std::string & why);  // also sets edge_space_ok_
     std::optional<std::string> splice(const chat_input & in, std::string_view model_name, chat_prompt & rest, bool & kept);
     result<chat_prompt> compare(const chat_input & in, const std::string & spliced, std::string_view model_name);
     void turn_off(const std::string & why);
@@ -99,6 +101,7 @@ class render_memo {
     const size_t max_bytes_;
     std::unordered_set<std::string> literals_;  // the template's string literals
     std::vector<std::string> markup_;           // those that look like markup
+    std::atomic<bool> edge_space_ok_{false};  // the probe: no role's text is trimmed
     std::time_t clock_unit_ = 0;                // seconds: the clock in the shape (0: not read)
 
     mutable std::mutex mu_;

@@ -45,6 +45,10 @@ gateway_metrics::gateway_metrics()
                   .value()),
       inflight_(*registry.add_collected("rustycage_gateway_inflight", "Requests in flight to each host.", metrics::metric_type::gauge, {"host"})
                      .value()),
+      render_memo_(*registry.add_collected("rustycage_gateway_render_memo_total",
+                                           "Prompt renders of the gateway's vocabularies by outcome (hit: spliced from a kept shape).",
+                                           metrics::metric_type::counter, {"outcome"})
+                        .value()),
       build_info_(*registry.add_gauge("rustycage_build_info", "Build information; always 1.", {"version", "llama_commit"}).value()) {}
 
 void gateway_metrics::collect_hosts(const host_table & hosts) {
@@ -55,6 +59,23 @@ void gateway_metrics::collect_hosts(const host_table & hosts) {
             s.add(inflight_, {h.id}, h.inflight);
         }
         for (const auto & [state, n] : by_state) s.add(hosts_, {state}, n);
+    });
+}
+
+void gateway_metrics::collect_vocabs(const model_vocabs & vocabs) {
+    registry.add_collector([this, &vocabs](metrics::scrape_sink & s) {
+        std::map<std::string, double> n = {{"hit", 0}, {"miss", 0}, {"bypassed", 0}, {"checked", 0}, {"mismatch", 0}};
+        const auto all = vocabs.to_json();
+        for (const auto & [model, v] : all.items()) {
+            if (!v.contains("render_memo")) continue;
+            const auto & m = v["render_memo"];
+            n["hit"] += m.value("hits", 0.0);
+            n["miss"] += m.value("misses", 0.0);
+            n["bypassed"] += m.value("bypassed", 0.0);
+            n["checked"] += m.value("checked", 0.0);
+            n["mismatch"] += m.value("mismatches", 0.0);
+        }
+        for (const auto & [outcome, count] : n) s.add(render_memo_, {outcome}, count);
     });
 }
 

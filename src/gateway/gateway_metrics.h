@@ -19,12 +19,15 @@
 //   rustycage_gateway_cached_tokens_total{host,tier}            counter   prompt tokens the chosen host reported cached
 //   rustycage_gateway_hosts{state}                              gauge     hosts by state (up | degraded | unreachable | down), at scrape
 //   rustycage_gateway_inflight{host}                            gauge     requests in flight to each host, at scrape
+//   rustycage_gateway_render_memo_total{outcome}                counter   the vocabularies' prompt renders (engine/render_memo.h), at scrape:
+//                                                                          hit | miss | bypassed | checked | mismatch
 //   rustycage_build_info{version,llama_commit}                  gauge     always 1
 //
 // Label values are bounded: host ids (the fleet's), fixed reasons and route patterns.
 #include <string>
 
 #include "gateway/host_table.h"
+#include "gateway/model_vocabs.h"
 #include "gateway/route_planner.h"
 #include "metrics/registry.h"
 
@@ -38,6 +41,8 @@ class gateway_metrics {
 
     // The gauges over `hosts` (must outlive this object); once.
     void collect_hosts(const host_table & hosts);
+    // The render memo counters over `vocabs` (must outlive this object); once.
+    void collect_vocabs(const model_vocabs & vocabs);
     void set_build_info(const std::string & version, const std::string & llama_commit);
 
     void record_request(const std::string & route, const std::string & method, int status, double seconds);
@@ -65,6 +70,7 @@ class gateway_metrics {
     metrics::counter_family & cached_;
     metrics::collected_family & hosts_;
     metrics::collected_family & inflight_;
+    metrics::collected_family & render_memo_;
     metrics::gauge_family & build_info_;
 };
 

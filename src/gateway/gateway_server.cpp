@@ -23,6 +23,7 @@ gateway_server::gateway_server(fleet::etcd_client & etcd, fleet::fleet_keys keys
     metrics_.collect_hosts(hosts_);
     metrics_.set_build_info(opts.version, opts.llama_commit);
     ctx_ = std::make_unique<gateway_context>(std::move(opts), hosts_, metrics_);
+    metrics_.collect_vocabs(ctx_->vocabs);
 }
 
 gateway_server::~gateway_server() { stop(); }

@@ -461,4 +461,11 @@ TEST_F(gateway_fleet, in_the_steady_state_the_gateway_routes_from_its_index_and_
     for (const auto & s : fleet::parse_prometheus_text(g.metrics.expose()))
         if (s.name == "rustycage_gateway_route_seconds_count" && s.labels.at("inputs") == "index") from_index += s.value;
     EXPECT_GE(from_index, 5);
+    // Each of those chats rendered through the vocabulary's render memo: one-message chats share a
+    // shape, so all but the first are spliced; none differed from a full render.
+    std::map<std::string, double> memo;
+    for (const auto & s : fleet::parse_prometheus_text(g.metrics.expose()))
+        if (s.name == "rustycage_gateway_render_memo_total") memo[s.labels.at("outcome")] = s.value;
+    EXPECT_GE(memo["hit"], 4) << g.vocabs.to_json().dump();
+    EXPECT_EQ(memo["mismatch"], 0);
 }
