@@ -7,7 +7,7 @@
 //
 //   rc-gateway-scale --etcd URL --model-file GGUF --hosts N --mode index|lookup [--real URL]…
 //                    [--api chat|completions] [--blocks 100000] [--requests 400] [--conversations 40]
-//                    [--words 300] [--out FILE]
+//                    [--words 300] [--reply-words 0] [--out FILE]
 //
 // --api completions sends each conversation as one text prompt (no chat template to render): the
 // routing cost without the template's share.
@@ -76,7 +76,7 @@ int main(int argc, char ** argv) {
     CLI::App app("rc-gateway-scale: the gateway's routing cost at N hosts");
     std::string etcd_url, model_file, model = "scale", mode = "index", api = "chat", out_file;
     std::vector<std::string> real;
-    int hosts = 64, requests = 400, conversations = 40, n_words = 300;
+    int hosts = 64, requests = 400, conversations = 40, n_words = 300, reply_words = 0;
     size_t blocks = 100000;
     app.add_option("--etcd", etcd_url, "An etcd member")->required();
     app.add_option("--model-file", model_file, "A GGUF whose vocabulary the hosts serve")->required();
@@ -89,6 +89,7 @@ int main(int argc, char ** argv) {
     app.add_option("--requests", requests, "Requests measured");
     app.add_option("--conversations", conversations, "Conversations started (then resumed)");
     app.add_option("--words", n_words, "Words in a conversation's first message");
+    app.add_option("--reply-words", reply_words, "Words in each assistant reply the client sends back (0: every reply is \"ok\")");
     app.add_option("--out", out_file, "Append the result line here");
     CLI11_PARSE(app, argc, argv);
     const int n_real = static_cast<int>(real.size());
@@ -206,7 +207,7 @@ int main(int argc, char ** argv) {
         if (resume && resumes) ++*resumes;
         if (resume && hit && c.served_by.contains(host)) ++*hit;
         c.served_by.insert(host);
-        c.messages.push_back({{"role", "assistant"}, {"content", "ok"}});
+        c.messages.push_back({{"role", "assistant"}, {"content", reply_words > 0 ? words(rng, reply_words) : std::string("ok")}});
         c.messages.push_back({{"role", "user"}, {"content", words(rng, 20)}});
         return true;
     };

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 
 #include "util/log.h"
 
@@ -192,7 +193,7 @@ bool render_memo::eligible(const chat_input & in) const {
     return true;
 }
 
-std::optional<std::string> render_memo::splice(const chat_input & in, std::string_view model_name, chat_prompt & rest, bool & kept) {
+std::optional<std::string> render_memo::splice(const chat_input & in, std::string_view model_name, chat_prompt & rest, bool & kept, bool * lead) {
     const auto slot = text_slots(in);
     const std::string key = shape_key(in, slot, clock());
     auto build = [&](const shape & s) {
@@ -209,6 +210,7 @@ std::optional<std::string> render_memo::splice(const chat_input & in, std::strin
         if (auto it = shapes_.find(key); it != shapes_.end()) {
             lru_.splice(lru_.begin(), lru_, it->second.lru);
             kept = false;
+            if (lead) *lead = !std::exchange(it->second.led, true);
             if (!it->second.usable) return std::nullopt;
             return build(it->second);
         }
@@ -252,6 +254,8 @@ std::optional<std::string> render_memo::splice(const chat_input & in, std::strin
     std::optional<std::string> out;
     if (s.usable) out = build(s);
     kept = true;
+    s.led = lead != nullptr;
+    if (lead) *lead = true;
     std::lock_guard lock(mu_);
     if (shapes_.contains(key)) return out;  // another thread kept it meanwhile
     lru_.push_front(key);
@@ -370,8 +374,8 @@ result<chat_prompt> render_memo::render(const chat_input & in, std::string_view 
     }
     if (!use) return render_chat(model_, in, model_name);
     chat_prompt out;
-    bool kept = false;
-    auto text = splice(in, model_name, out, kept);
+    bool kept = false, lead = false;
+    auto text = splice(in, model_name, out, kept, &lead);
     std::unique_lock lock(mu_);
     if (!text || !stats_.enabled) {
         ++stats_.bypassed;
@@ -381,16 +385,24 @@ result<chat_prompt> render_memo::render(const chat_input & in, std::string_view 
     const uint64_t n = stats_.hits + stats_.misses;
     ++(kept ? stats_.misses : stats_.hits);
     if (n < checked_first || n % check_every == 0) enqueue({in, *text, std::string(model_name), clock()});
-    if (kept && in.messages.back().role == "user") {
-        // The conversation's next request: this one, a reply and a question.
-        job next{in, std::nullopt, std::string(model_name), {}};
-        for (const char * role : {"assistant", "user"}) {
-            common_chat_msg m;
-            m.role = role;
-            m.content = "rc-next-" + std::to_string(next.in.messages.size());
-            next.in.messages.push_back(std::move(m));
+    if (lead && in.messages.back().role == "user") {
+        // The conversation's next request: this one, a reply and a question — a reply of its own,
+        // and one equal to the last reply (short replies repeat: equal texts share a placeholder).
+        const common_chat_msg * last_reply = nullptr;
+        for (const auto & m : in.messages)
+            if (m.role == "assistant" && !m.content.empty()) last_reply = &m;
+        for (const bool repeated : {false, true}) {
+            if (repeated && !last_reply) break;
+            job next{in, std::nullopt, std::string(model_name), {}};
+            common_chat_msg reply, question;
+            reply.role = "assistant";
+            reply.content = repeated ? last_reply->content : "rc-next-reply";
+            question.role = "user";
+            question.content = "rc-next-question";
+            next.in.messages.push_back(std::move(reply));
+            next.in.messages.push_back(std::move(question));
+            enqueue(std::move(next));
         }
-        enqueue(std::move(next));
     }
     out.text = std::move(*text);
     return out;

@@ -18,8 +18,8 @@
 // * the first `checked_first` splices are compared with a full render, then one in `check_every`
 //   (on a background thread, off the request's path): any difference turns the memo off (logged).
 // A chat's next turn is a new shape (two more messages): when a shape ending in a user's message is
-// first rendered, the background thread also renders the shape one turn on, so a conversation's
-// next request finds it kept. The clock is part of the shape only for templates that read it (to the
+// first used, the background thread also renders the shape one turn on (with a reply of its own,
+// and with one equal to the last reply), so a conversation's next request finds it kept. The clock is part of the shape only for templates that read it (to the
 // minute, or to the second where they may print seconds).
 // A template error, a shape that throws: rendered in full (the error is render_chat's own).
 // Thread-safe; the model must outlive the memo.
@@ -74,6 +74,7 @@ class render_memo {
   private:
     struct shape {
         bool usable = false;
+        bool led = false;                   // its next turn's shape was queued
         std::vector<std::string> literals;  // literals[0] text[at[0]] literals[1] … literals.back()
         std::vector<int> at;                // the message whose text goes between literals i and i + 1
         chat_prompt rest;                   // stops and tool-id style of the render (text empty)
@@ -91,7 +92,8 @@ class render_memo {
     bool eligible(const chat_input & in) const;
     std::string clock() const;
     bool probe_passes(std::string & why);  // also sets edge_space_ok_
-    std::optional<std::string> splice(const chat_input & in, std::string_view model_name, chat_prompt & rest, bool & kept);
+    // `lead`: set where this shape's next turn has not been queued yet (and marks it queued).
+    std::optional<std::string> splice(const chat_input & in, std::string_view model_name, chat_prompt & rest, bool & kept, bool * lead = nullptr);
     result<chat_prompt> compare(const chat_input & in, const std::string & spliced, std::string_view model_name);
     void turn_off(const std::string & why);
     void enqueue(job j);  // under mu_
