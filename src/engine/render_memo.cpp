@@ -154,8 +154,9 @@ render_memo::render_memo(const llama::model & m, size_t max_bytes) : model_(m), 
     std::unordered_set<std::string> seen;
     for (const char * variant : {"", "tool_use"}) {
         const std::string src = common_chat_templates_source(m.templates(), variant);
-        // strftime_now (Llama 3's "Today Date"), llama.cpp's `datetime` (to the second): the shape
-        // holds the clock to the minute, or to the second where a format may print seconds.
+        // strftime_now (Llama 3's "Today Date"): the shape holds the clock to the minute, or to the
+        // second where a format may print seconds; llama.cpp's `datetime` context variable (a date
+        // today, its format not ours to know): to the second.
         if (src.find("datetime") != std::string::npos) clock_unit_ = 1;
         if (src.find("strftime_now") != std::string::npos && clock_unit_ == 0) {
             clock_unit_ = 60;

@@ -98,7 +98,7 @@ piece_tokenizer::piece_tokenizer(const llama_vocab * vocab, std::string_view tok
         std::string probe;
         for (size_t i = 0; probe.size() < 4096; ++i) probe += std::string(i ? " " : "") + words[(i * 7 + i / 32) % std::size(words)];
         for (const bool parse_special : {false, true})
-            if (tokenize_pieces(probe, true, parse_special) != tokenize_whole(probe, true, parse_special)) text_cuts_ = false;
+            if (tokenize(probe, true, parse_special) != tokenize_whole(probe, true, parse_special)) text_cuts_ = false;
         std::lock_guard<std::mutex> lock(mutex_);
         kept_.clear();
         ages_.clear();
@@ -210,10 +210,6 @@ std::vector<llama_token> piece_tokenizer::piece(std::string_view text, bool firs
 }
 
 std::vector<llama_token> piece_tokenizer::tokenize(const std::string & text, bool add_special, bool parse_special) const {
-    return tokenize_pieces(text, add_special, parse_special);
-}
-
-std::vector<llama_token> piece_tokenizer::tokenize_pieces(const std::string & text, bool add_special, bool parse_special) const {
     const auto at = cuts(text, parse_special);
     std::vector<llama_token> out;
     size_t begin = 0;

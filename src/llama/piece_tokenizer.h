@@ -73,7 +73,6 @@ class piece_tokenizer {
     struct trie;
     std::vector<llama_token> tokenize_whole(const std::string & text, bool add_special, bool parse_special) const;
     std::vector<llama_token> piece(std::string_view text, bool first, bool add_special, bool parse_special) const;
-    std::vector<llama_token> tokenize_pieces(const std::string & text, bool add_special, bool parse_special) const;
     void add_text_cuts(std::string_view text, size_t begin, size_t end, std::vector<size_t> & out) const;
     bool in_special(std::string_view text, size_t from, size_t to) const;  // any special occurrence touches [from, to)
 
