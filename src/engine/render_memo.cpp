@@ -22,22 +22,15 @@ constexpr std::string_view mark_close = "\xE2\x81\x86";
 std::string placeholder(int i) { return std::string(mark_open) + std::to_string(i) + std::string(mark_close); }
 
 // Whitespace a template's trim or strip could take off an end: ASCII, and the Unicode spaces.
-bool space_at_front(std::string_view t) {
+bool space_at_end(std::string_view t, bool front) {
     static constexpr std::string_view unicode[] = {"\xC2\x85", "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\xA8", "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"};
-    const unsigned char c = static_cast<unsigned char>(t.front());
+    const unsigned char c = static_cast<unsigned char>(front ? t.front() : t.back());
     if (c == ' ' || (c >= '\t' && c <= '\r')) return true;
-    if (t.starts_with("\xE2\x80") && t.size() >= 3 && static_cast<unsigned char>(t[2]) >= 0x80 && static_cast<unsigned char>(t[2]) <= 0x8A) return true;
+    const std::string_view end3 = t.size() < 3 ? t : front ? t.substr(0, 3) : t.substr(t.size() - 3);
+    if (end3.size() == 3 && end3.starts_with("\xE2\x80") && static_cast<unsigned char>(end3[2]) >= 0x80 && static_cast<unsigned char>(end3[2]) <= 0x8A)
+        return true;  // U+2000..U+200A
     for (auto u : unicode)
-        if (t.starts_with(u)) return true;
-    return false;
-}
-bool space_at_back(std::string_view t) {
-    static constexpr std::string_view unicode[] = {"\xC2\x85", "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\xA8", "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"};
-    const unsigned char c = static_cast<unsigned char>(t.back());
-    if (c == ' ' || (c >= '\t' && c <= '\r')) return true;
-    if (t.size() >= 3 && t.substr(t.size() - 3, 2) == "\xE2\x80" && c >= 0x80 && c <= 0x8A) return true;
-    for (auto u : unicode)
-        if (t.ends_with(u)) return true;
+        if (front ? t.starts_with(u) : t.ends_with(u)) return true;
     return false;
 }
 
@@ -187,7 +180,7 @@ bool render_memo::eligible(const chat_input & in) const {
         if (!m.content_parts.empty()) return false;
         const std::string & t = m.content;
         if (t.empty() || !spliced_role(m.role)) continue;
-        if ((!edge_space_ok_ && (space_at_front(t) || space_at_back(t))) || t.find(mark_open) != std::string::npos || literals_.contains(t)) return false;
+        if ((!edge_space_ok_ && (space_at_end(t, true) || space_at_end(t, false))) || t.find(mark_open) != std::string::npos || literals_.contains(t)) return false;
         for (const auto & lit : markup_)
             if (t.find(lit) != std::string::npos) return false;
     }

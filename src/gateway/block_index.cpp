@@ -167,14 +167,6 @@ std::map<std::string, held_prefix> block_index::walk(const std::string & model, 
     return out;
 }
 
-bool block_index::overflowed(const std::string & host, const std::string & model) const {
-    std::shared_lock lock(mu_);
-    auto m = models_.find(model);
-    if (m == models_.end()) return false;
-    auto h = m->second.find(host);
-    return h != m->second.end() && h->second.overflowed;
-}
-
 std::set<std::string> block_index::overflowed(const std::string & model) const {
     std::set<std::string> out;
     std::shared_lock lock(mu_);

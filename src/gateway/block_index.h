@@ -74,9 +74,8 @@ class block_index {
     // Every host holding the chain's first block, with what it holds of the prompt. `chain`: the
     // prompt's full-block keys, in order; each block is `block_size` tokens.
     std::map<std::string, held_prefix> walk(const std::string & model, std::span<const short_key> chain, int block_size) const;
-    // Whether the host's index of `model` refused blocks (the router asks that host instead).
-    bool overflowed(const std::string & host, const std::string & model) const;
-    std::set<std::string> overflowed(const std::string & model) const;  // every such host, one lock
+    // The hosts whose index of `model` refused blocks (the router asks those hosts instead).
+    std::set<std::string> overflowed(const std::string & model) const;
 
     size_t blocks() const;  // held, summed over hosts and models
     size_t blocks(const std::string & host) const;  // held by one host, over its models

@@ -201,15 +201,6 @@ bool kv_event_feed::trusted(const std::string & host) const {
     return it != streams_.end() && it->second->connected && steady::now() - it->second->heard < opts_.stall_after;
 }
 
-std::optional<model_keys> kv_event_feed::keys(const std::string & host, const std::string & model) const {
-    std::lock_guard lock(mu_);
-    auto it = streams_.find(host);
-    if (it == streams_.end()) return std::nullopt;
-    for (const auto & [id, s] : it->second->sources)
-        if (s.model == model) return s.keys;
-    return std::nullopt;
-}
-
 std::unordered_map<std::string, kv_event_feed::trusted_keys> kv_event_feed::trusted_for(const std::string & model) const {
     std::unordered_map<std::string, trusted_keys> out;
     std::lock_guard lock(mu_);

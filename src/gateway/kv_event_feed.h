@@ -64,9 +64,8 @@ class kv_event_feed {
     void stop();
 
     bool trusted(const std::string & host) const;
-    std::optional<model_keys> keys(const std::string & host, const std::string & model) const;
-    // Both for every followed host at once (one lock: a routed request reads 64 hosts), trusted
-    // hosts only; `keys` unset where the trusted stream has no source for `model`.
+    // Every trusted host at once (one lock: a routed request reads 64 hosts) with what it said of
+    // `model`'s keys; `keys` unset where its stream has no source for the model.
     struct trusted_keys {
         std::optional<model_keys> keys;
     };

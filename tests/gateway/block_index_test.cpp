@@ -98,11 +98,11 @@ TEST(block_index, a_host_beyond_its_bound_is_marked_overflowed_until_forgotten) 
     const auto ks = keys(5, 150);
     idx.add("a", "m", tier_host, ks);
     EXPECT_EQ(idx.blocks(), 100u) << "no more than the bound";
-    EXPECT_TRUE(idx.overflowed("a", "m"));
-    EXPECT_FALSE(idx.overflowed("a", "other"));
-    EXPECT_FALSE(idx.overflowed("b", "m"));
+    EXPECT_TRUE(idx.overflowed("m").contains("a"));
+    EXPECT_FALSE(idx.overflowed("other").contains("a"));
+    EXPECT_FALSE(idx.overflowed("m").contains("b"));
     idx.forget("a");
-    EXPECT_FALSE(idx.overflowed("a", "m"));
+    EXPECT_FALSE(idx.overflowed("m").contains("a"));
     EXPECT_EQ(idx.blocks(), 0u);
     EXPECT_EQ(idx.bytes(), 0u) << "a forgotten host's tables are freed";
 }
