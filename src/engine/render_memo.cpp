@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "llama/compute_thread.h"
 #include "util/log.h"
 
 namespace rc::engine {
@@ -327,6 +328,8 @@ void render_memo::enqueue(job j) {
 }
 
 void render_memo::worker_main() {
+    // Its renders (~1 ms each) are checks and the next turn's shape: they give way to requests at once.
+    (void) llama::lower_compute_priority(19);
     std::unique_lock lock(mu_);
     for (;;) {
         wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });

@@ -100,8 +100,8 @@ std::string vocab_source(const gateway_context & g, const std::string & model, c
 
 routing plan_request(gateway_context & g, const request_shape & shape, const http::http_request & req) {
     routing r;
-    for (const auto & h : g.hosts.hosts())
-        if (h.routable() && (shape.model.empty() || h.serves(shape.model))) r.candidates.push_back(h);
+    for (auto & h : g.hosts.hosts())
+        if (h.routable() && (shape.model.empty() || h.serves(shape.model))) r.candidates.push_back(std::move(h));
     if (r.candidates.empty()) return r;
     r.chain = prefix_chain(shape.canonical);
     const auto affinity = g.index.affinity(r.chain, shape.canonical.size());

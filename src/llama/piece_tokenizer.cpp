@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "llama/spm_merges.h"
+
 namespace rc::llama {
 
 // Every special token's text (what llama.cpp's partition looks for), as a byte trie: the longest
@@ -14,11 +16,13 @@ struct piece_tokenizer::trie {
         std::vector<std::pair<unsigned char, int32_t>> next;  // sorted by byte
         int32_t token = -1;                                   // a special token ends here
         bool cut = false;                                     // ... and a piece may start with it
+        bool strips = false;                                  // ... it strips the whitespace beside it
     };
     std::vector<node> nodes{1};
     size_t longest = 0;
+    bool starts[256] = {};  // a special token starts with this byte
 
-    void add(std::string_view text, llama_token id, bool cut) {
+    void add(std::string_view text, llama_token id, bool cut, bool strips) {
         int32_t at = 0;
         for (unsigned char c : text) {
             auto & nx = nodes[static_cast<size_t>(at)].next;
@@ -33,12 +37,16 @@ struct piece_tokenizer::trie {
         // Two tokens with one text: which one the partition picks is not ours to know; cut at neither.
         n.cut = n.token < 0 && cut;
         n.token = id;
+        n.strips = strips;
         longest = std::max(longest, text.size());
+        starts[static_cast<unsigned char>(text.front())] = true;
     }
 
     struct match {
         size_t length = 0;  // 0: none
         bool cut = false;
+        llama_token token = -1;
+        bool strips = false;
     };
     match longest_at(std::string_view text, size_t pos) const {
         match m;
@@ -50,9 +58,16 @@ struct piece_tokenizer::trie {
             if (it == nx.end() || it->first != c) break;
             at = it->second;
             const auto & n = nodes[static_cast<size_t>(at)];
-            if (n.token >= 0) m = {i + 1 - pos, n.cut};
+            if (n.token >= 0) m = {i + 1 - pos, n.cut, n.token, n.strips};
         }
         return m;
+    }
+
+    // Any special-token occurrence starting at or after `from`.
+    bool any_from(std::string_view text, size_t from) const {
+        for (size_t q = from; q < text.size(); ++q)
+            if (starts[static_cast<unsigned char>(text[q])] && longest_at(text, q).length > 0) return true;
+        return false;
     }
 };
 
@@ -73,22 +88,18 @@ piece_tokenizer::piece_tokenizer(const llama_vocab * vocab, std::string_view tok
         }
         const bool cut = (attr & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED)) && !(attr & LLAMA_TOKEN_ATTR_LSTRIP) &&
                          !std::isspace(static_cast<unsigned char>(text.front())) && !std::isspace(static_cast<unsigned char>(text.back()));
-        specials_->add(text, id, cut);
+        specials_->add(text, id, cut, (attr & (LLAMA_TOKEN_ATTR_LSTRIP | LLAMA_TOKEN_ATTR_RSTRIP)) != 0);
     }
     if (!splits_) return;
     bpe_ = type == LLAMA_VOCAB_TYPE_BPE;
     text_cuts_ = true;
     if (!bpe_) {
         static constexpr std::string_view meta_space = "\xE2\x96\x81";  // "▁"
-        for (llama_token id = 0; text_cuts_ && id < n; ++id) {
-            const char * t = llama_vocab_get_text(vocab, id);
-            const std::string_view text = t ? t : "";
-            for (size_t at = text.find(meta_space, 1); at != std::string_view::npos; at = text.find(meta_space, at + 1))
-                if (at < meta_space.size() || text.substr(at - meta_space.size(), meta_space.size()) != meta_space) text_cuts_ = false;
-        }
+        text_cuts_ = spm_words_merge_apart(vocab);
         const auto a = common_tokenize(vocab, "a", false, false);
         const char * first = a.empty() ? nullptr : llama_vocab_get_text(vocab, a.front());
         space_prefix_ = first && std::string_view(first).starts_with(meta_space);
+        use_merges(vocab);
     }
     if (text_cuts_) {
         // Whole against cut on a probe of prose, punctuation, numbers, non-ASCII and whitespace runs.
@@ -141,9 +152,7 @@ std::vector<size_t> piece_tokenizer::cuts(std::string_view text, bool parse_spec
         if (text_cuts_) add_text_cuts(text, 0, text.size(), out);
         return out;
     }
-    const auto & first = specials_->nodes.front().next;
-    bool starts[256] = {};
-    for (const auto & [c, _] : first) starts[c] = true;
+    const bool * starts = specials_->starts;
     for (size_t p = 1; p < text.size(); ++p) {
         if (!starts[static_cast<unsigned char>(text[p])]) continue;
         const auto s = specials_->longest_at(text, p);
@@ -171,6 +180,38 @@ std::vector<size_t> piece_tokenizer::cuts(std::string_view text, bool parse_spec
     return all;
 }
 
+void piece_tokenizer::use_merges(const llama_vocab * vocab) {
+    merges_ = std::make_unique<spm_merges>(vocab, space_prefix_);
+    // Raw fragments of every kind a prompt holds, each against llama.cpp's own.
+    static const char * probe[] = {"Hello world", "  two  spaces and\ttabs\nnew lines\n\n", "na\u00efve caf\u00e9 \u2014 \u201cquoted\u201d \u2713",
+                                   "\u4f60\u597d\uff0c\u4e16\u754c", "emoji \U0001F999\U0001F999 and a cut one \xF0\x9F", "x\x01y\x7F\xff\xfe",
+                                   "1234567890 3.14159 $100 #tag @user", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "The quick brown fox jumps over the lazy dog.",
+                                   "don't won't it's", " ", "\u2581literal meta space", "river123 bridge45 archive6 orchard999"};
+    for (const char * p : probe) {
+        if (specials_->any_from(p, 0)) continue;
+        std::vector<llama_token> mine;
+        if (merges_->tokenize(p, mine) && mine != tokenize_whole(p, false, false)) {
+            merges_.reset();
+            return;
+        }
+    }
+}
+
+std::optional<std::vector<llama_token>> piece_tokenizer::merged_piece(std::string_view text, bool bos, bool parse_special) const {
+    std::vector<llama_token> out;
+    if (bos && llama_vocab_get_add_bos(vocab_)) out.push_back(llama_vocab_bos(vocab_));
+    size_t at = 0;
+    if (parse_special) {
+        const auto lead = specials_->longest_at(text, 0);
+        if (lead.length > 0 && lead.strips) return std::nullopt;
+        if (lead.length > 0) out.push_back(lead.token);
+        at = lead.length;
+    }
+    if (specials_->any_from(text, at == 0 ? 0 : 1)) return std::nullopt;
+    if (at < text.size() && !merges_->tokenize(text.substr(at), out)) return std::nullopt;
+    return out;
+}
+
 std::vector<llama_token> piece_tokenizer::tokenize_whole(const std::string & text, bool add_special, bool parse_special) const {
     return common_tokenize(vocab_, text, add_special, parse_special);
 }
@@ -191,7 +232,8 @@ std::vector<llama_token> piece_tokenizer::piece(std::string_view text, bool firs
         }
         ++stats_.misses;
     }
-    auto tokens = std::make_shared<const std::vector<llama_token>>(tokenize_whole(std::string(text), bos, parse_special));
+    auto merged = merges_ ? merged_piece(text, bos, parse_special) : std::nullopt;
+    auto tokens = std::make_shared<const std::vector<llama_token>>(merged ? std::move(*merged) : tokenize_whole(std::string(text), bos, parse_special));
     const size_t cost = key.size() * 2 + tokens->size() * sizeof(llama_token) + 96;  // the key is held twice (map, ages)
     if (cost > max_bytes_) return *tokens;
     std::lock_guard<std::mutex> lock(mutex_);
