@@ -16,8 +16,8 @@
 //          routing requests has it fresh (≤ 1 s) without asking
 //
 //   SOURCE = {"source":1,"model":"demo","block_size":64,"identity":"<64 hex>",
-//             "blocks":{"host":[KEY…],"disk":[KEY…]}}
-//   CHANGE = {"source":1,"op":"added"|"removed","tier":"host"|"disk","keys":[KEY…]}
+//             "blocks":{"context":[KEY…],"host":[KEY…],"disk":[KEY…]}}
+//   CHANGE = {"source":1,"op":"added"|"removed","tier":"context"|"host"|"disk","keys":[KEY…]}
 //          | {"op":"source_added", SOURCE…}             a model loaded (with the blocks it came with)
 //          | {"source":1,"op":"source_gone"}             its model unloaded: forget its blocks
 //

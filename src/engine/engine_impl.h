@@ -140,6 +140,10 @@ struct engine::impl {
     // Prefix reuse, eviction, preemption and tiering: the planner decides, these apply through the
     // executor (engine_kv.cpp).
     std::vector<kv::seq_view> context_views(bool include_running) const;
+    // The context's full blocks to the KV event log (kv_manager::context_holds), when a sequence
+    // came, went or crossed a block boundary since the last call. End of each step.
+    void announce_context();
+    std::vector<std::pair<uint64_t, int>> context_announced;  // (sequence order, full blocks) as last announced
     kv::reuse_plan plan_reuse(sequence & s) const;  // extends s.keys
     void share_prefix(sequence & s, const kv::reuse_plan & plan);
     int restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob);  // tokens restored

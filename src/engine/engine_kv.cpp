@@ -26,6 +26,24 @@ std::vector<kv::seq_view> engine::impl::context_views(bool include_running) cons
     return out;
 }
 
+void engine::impl::announce_context() {
+    if (!plans() || !kv_exec->has_tiers() || !kv_exec->tiers()->options().events) return;
+    const int B = kv_exec->planner().block_size();
+    std::vector<std::pair<uint64_t, int>> now;
+    for (const auto & s : active)
+        if (!s->done) now.emplace_back(s->order, s->n_past / B);
+    if (now == context_announced) return;  // cells change only with these (a trim lowers n_past, a donor's share raises it)
+    std::vector<uint64_t> keys;
+    for (const auto & s : active) {
+        if (s->done) continue;
+        const int full = s->n_past / B;
+        s->keys.extend(std::span<const int32_t>(s->tokens.data(), static_cast<size_t>(full) * B));
+        for (int i = 0; i < full; ++i) keys.push_back(kv::event_key(s->keys.at(i)));
+    }
+    kv_exec->tiers()->context_holds(keys);
+    context_announced = std::move(now);
+}
+
 sequence * engine::impl::find_live(llama_seq_id id) {
     for (auto & s : active)
         if (!s->done && s->id == id) return s.get();

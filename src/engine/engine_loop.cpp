@@ -91,6 +91,7 @@ bool engine::impl::step() {
     publish_gauges();  // before this step's tokens reach clients, so a scrape after a token sees it running
     did = (model->info().is_embedding ? decode_embed() : decode_generate()) || did;
     remove_finished();
+    announce_context();
     publish_gauges();
     return did;
 }

@@ -51,10 +51,12 @@ void kv_event_log::remove_source(uint32_t source) {
     append(source, kv_event::kind::source_gone, tier_name::context, block_key{});
 }
 
-void kv_event_log::append(uint32_t source, kv_event::kind what, tier_name tier, const block_key & key) {
+void kv_event_log::append(uint32_t source, kv_event::kind what, tier_name tier, const block_key & key) { append(source, what, tier, event_key(key)); }
+
+void kv_event_log::append(uint32_t source, kv_event::kind what, tier_name tier, uint64_t key) {
     std::lock_guard lock(mu_);
     const uint64_t seq = ++last_;
-    ring_[seq % ring_.size()] = {seq, source, what, tier, event_key(key)};
+    ring_[seq % ring_.size()] = {seq, source, what, tier, key};
     if (waiting_ > 0) appended_.notify_all();
 }
 

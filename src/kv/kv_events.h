@@ -55,6 +55,7 @@ class kv_event_log {
     void remove_source(uint32_t source);
 
     void append(uint32_t source, kv_event::kind what, tier_name tier, const block_key & key);
+    void append(uint32_t source, kv_event::kind what, tier_name tier, uint64_t key);  // an event_key
 
     struct source_info {
         std::string model;

@@ -32,6 +32,8 @@ void kv_manager::publish_events() {
     auto snapshot = [this](const std::function<void(tier_name, uint64_t)> & emit) {
         if (host_) host_->each_key([&](const block_key & k) { emit(tier_name::host, event_key(k)); });
         if (disk_) disk_->each_key([&](const block_key & k) { emit(tier_name::disk, event_key(k)); });
+        std::lock_guard lock(context_mutex_);
+        for (uint64_t k : context_) emit(tier_name::context, k);
     };
     event_source_ = opts_.events->add_source(opts_.model, opts_.block_size, to_hex(id_.digest()), snapshot);
     auto sink = [log = opts_.events.get(), source = event_source_](tier_name tier) {
@@ -41,6 +43,17 @@ void kv_manager::publish_events() {
     };
     if (host_) host_->on_change(sink(tier_name::host));
     if (disk_) disk_->on_change(sink(tier_name::disk));
+}
+
+void kv_manager::context_holds(const std::vector<uint64_t> & keys) {
+    if (!opts_.events) return;
+    std::unordered_set<uint64_t> now(keys.begin(), keys.end());
+    std::lock_guard lock(context_mutex_);  // held while appending: a snapshot sees the set and the events in one order
+    for (uint64_t k : now)
+        if (!context_.contains(k)) opts_.events->append(event_source_, kv_event::kind::added, tier_name::context, k);
+    for (uint64_t k : context_)
+        if (!now.contains(k)) opts_.events->append(event_source_, kv_event::kind::removed, tier_name::context, k);
+    context_ = std::move(now);
 }
 
 kv_manager::~kv_manager() {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kv/blob_pool.h"
@@ -97,6 +98,11 @@ class kv_manager : public block_index {
     void promote_from_disk(std::vector<block_key> keys, std::function<bool(size_t, blob_ptr)> on_block,
                            std::function<void(size_t)> on_end);
 
+    // The blocks the context holds now, as event keys (every sequence's full blocks; a key several
+    // sequences share may repeat): those that came and went since the last call go out as
+    // context-tier events, and a snapshot lists them. Without an event log it does nothing.
+    void context_holds(const std::vector<uint64_t> & keys);
+
     // Small records persisted beside the disk blocks (the planner's prompt-end aliases): appended in
     // the background; read_records() returns what the directory held at open. No-ops without disk.
     void append_record(std::vector<uint8_t> record);
@@ -143,6 +149,8 @@ class kv_manager : public block_index {
     std::unordered_map<block_key, std::vector<std::shared_ptr<write_group>>, block_key_hash> writing_;
     std::shared_ptr<io_link> link_;
     uint32_t event_source_ = 0;  // in opts_.events
+    std::mutex context_mutex_;
+    std::unordered_set<uint64_t> context_;  // announced as held by the context
 };
 
 }  // namespace rc::kv

@@ -423,6 +423,7 @@ TEST_F(gateway_fleet, in_the_steady_state_the_gateway_routes_from_its_index_and_
     EXPECT_EQ(why["chosen"], "h2") << why.dump();
     // Each index answer agrees with the host's own lookup, to within the partial block the index
     // does not count (the host may hold the prompt's tail in its context).
+    int h2_context = 0;
     for (const auto & c : why["candidates"]) {
         EXPECT_EQ(c["source"], "index") << c.dump();
         http::client_request ask;
@@ -438,7 +439,13 @@ TEST_F(gateway_fleet, in_the_steady_state_the_gateway_routes_from_its_index_and_
         EXPECT_EQ(c["lookup"]["prompt_tokens"], a["prompt_tokens"]) << c.dump() << " vs " << a.dump();
         EXPECT_LE(index_cached, a["cached_tokens"].get<int>()) << c.dump() << " vs " << a.dump();
         EXPECT_GE(index_cached + 64, a["cached_tokens"].get<int>()) << c.dump() << " vs " << a.dump();
+        // The context tier too: the host keeps the conversation's sequence, and its stream says so.
+        const int context = a["tiers"]["context"].get<int>();
+        EXPECT_LE(t["context"].get<int>(), context) << c.dump() << " vs " << a.dump();
+        EXPECT_GE(t["context"].get<int>() + 64, context) << c.dump() << " vs " << a.dump();
+        if (c["id"] == "h2") h2_context = t["context"].get<int>();
     }
+    EXPECT_GT(h2_context, 0) << "h2's context holds the conversation: " << why.dump();
 
     // Requests now: resumes of the conversation and new ones, and not one lookup sent.
     auto lookups_sent = [&] {
@@ -451,7 +458,7 @@ TEST_F(gateway_fleet, in_the_steady_state_the_gateway_routes_from_its_index_and_
     auto resumed = post("/v1/chat/completions", chat_body("tiny", prompt, 2));
     ASSERT_TRUE(resumed.ok() && resumed->ok());
     EXPECT_EQ(resumed->header("X-Rustycage-Host"), "h2");
-    EXPECT_EQ(resumed->header("X-Rustycage-Route"), "cache_host");
+    EXPECT_EQ(resumed->header("X-Rustycage-Route"), "cache_context") << "as a lookup would route it: h2 keeps the conversation in its context";
     for (int i = 0; i < 4; ++i) {
         auto r = post("/v1/chat/completions", chat_body("tiny", long_prompt("steady-" + std::to_string(i)), 2));
         ASSERT_TRUE(r.ok() && r->ok());

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -102,18 +103,18 @@ class event_reader {
     std::thread thread_;
 };
 
-// The host tier as a reader of the stream knows it: the snapshot's keys, then each change applied.
-std::set<std::string> host_tier_seen(const std::vector<std::pair<std::string, json>> & events) {
+// A tier as a reader of the stream knows it: the snapshot's keys, then each change applied.
+std::set<std::string> tier_seen(const std::vector<std::pair<std::string, json>> & events, const std::string & tier) {
     std::set<std::string> held;
     for (const auto & [name, data] : events) {
         if (name == "snapshot") {
             held.clear();
             for (const auto & src : data["sources"])
-                for (const auto & k : src["blocks"].value("host", json::array())) held.insert(k.get<std::string>());
+                for (const auto & k : src["blocks"].value(tier, json::array())) held.insert(k.get<std::string>());
         }
         if (name != "kv") continue;
         for (const auto & c : data["changes"]) {
-            if (c.value("tier", "") != "host") continue;
+            if (c.value("tier", "") != tier) continue;
             for (const auto & k : c["keys"]) {
                 if (c["op"] == "added") held.insert(k.get<std::string>());
                 if (c["op"] == "removed") held.erase(k.get<std::string>());
@@ -122,6 +123,8 @@ std::set<std::string> host_tier_seen(const std::vector<std::pair<std::string, js
     }
     return held;
 }
+
+std::set<std::string> host_tier_seen(const std::vector<std::pair<std::string, json>> & events) { return tier_seen(events, "host"); }
 
 const std::vector<std::string> tier_args = {"--kv-host-budget", "64MiB", "--kv-cached-sequences", "0", "--kv-block-size", "16"};
 
@@ -188,6 +191,35 @@ TEST(kv_events, the_snapshot_matches_the_tiers_and_the_stream_carries_each_store
     // The streams end when the server stops; a restarted server has another epoch.
     EXPECT_EQ(s.stop(), 0);
     ASSERT_TRUE(rc::test::poll_until([&] { return live.ended() && resumed.ended(); })) << "a stopping server ends its event streams";
+}
+
+// The context tier: a finished request's sequence stays in the context (one is kept), so its full
+// blocks are announced there (the keys the host tier got for them too); the next document's
+// sequence takes its place, and the stream says that as well.
+TEST(kv_events, the_context_tier_follows_the_sequences_the_context_keeps) {
+    const auto model = std::vector<std::pair<std::string, std::string>>{{"demo", rc::test::model_path("tiny-chat")}};
+    rc::test::server_process s(model, {"--kv-host-budget", "64MiB", "--kv-cached-sequences", "1", "--kv-block-size", "16"});
+    ASSERT_TRUE(s.started());
+    const int port = s.openai_port();
+    event_reader live(port, "/v1/kv/events");
+    ASSERT_TRUE(rc::test::poll_until([&] { return !live.events().empty(); }));
+    EXPECT_TRUE(tier_seen(live.events(), "context").empty()) << "nothing ran yet";
+
+    auto context_within_host = [&] {
+        const auto events = live.events();
+        const auto context = tier_seen(events, "context"), host = tier_seen(events, "host");
+        return !context.empty() && std::includes(host.begin(), host.end(), context.begin(), context.end());
+    };
+    ASSERT_TRUE(complete(port, document(0)));
+    ASSERT_TRUE(rc::test::poll_until(context_within_host)) << "the kept sequence's blocks are in the context and were stored below";
+    const auto first = tier_seen(live.events(), "context");
+    EXPECT_GE(first.size(), 5u) << "a ~130-token document fills at least 5 blocks of 16";
+
+    ASSERT_TRUE(complete(port, document(1)));
+    ASSERT_TRUE(rc::test::poll_until([&] {
+        const auto now = tier_seen(live.events(), "context");
+        return context_within_host() && std::none_of(now.begin(), now.end(), [&](const std::string & k) { return first.contains(k); });
+    })) << "one sequence is kept: the first document's blocks left the context when the second's came";
 }
 
 // The status GET /v1/kv/events answers with (its headers only; the stream is left at once).

@@ -167,4 +167,49 @@ TEST(kv_events, the_tiers_tell_every_block_that_enters_or_leaves_them) {
     EXPECT_EQ(snap.blocks.size(), 4u);
 }
 
+// The context's blocks: each call says what the context holds now; what came and went since the
+// last one goes out as context-tier events (a key two sequences share once), and a snapshot lists it.
+TEST(kv_events, the_context_tells_the_blocks_that_came_and_went_since_it_last_said) {
+    auto log = std::make_shared<kv_event_log>();
+    kv_stats stats;
+    kv_options o;
+    o.host_budget = 8 * 4096;
+    o.events = log;
+    o.model = "demo";
+    auto m = kv_manager::open(o, kv_identity{"model", "layout"}, stats);
+    ASSERT_TRUE(m) << m.err().message;
+    const uint32_t s = log->sources().begin()->first;
+    auto context_of = [&](const held_set & held) {
+        std::set<uint64_t> out;
+        for (const auto & [src, tier, k] : held)
+            if (src == s && tier == tier_name::context) out.insert(k);
+        return out;
+    };
+    held_set held;
+    uint64_t seen = 0;
+    auto read = [&] {
+        const auto b = log->read(seen, 1000);
+        for (const auto & e : b.events) apply(held, e);
+        const size_t n = b.events.size();
+        seen = b.last;
+        return n;
+    };
+    read();
+    const uint64_t a = event_key(key(1)), b = event_key(key(2)), c = event_key(key(3));
+    m.value()->context_holds({a, b, a});  // two sequences share block a
+    EXPECT_EQ(read(), 2u);
+    EXPECT_EQ(context_of(held), (std::set<uint64_t>{a, b}));
+    m.value()->context_holds({a, b});
+    EXPECT_EQ(read(), 0u) << "nothing changed, nothing said";
+    m.value()->context_holds({a, c});  // b's sequence trimmed, a new one holds c
+    EXPECT_EQ(read(), 2u);
+    EXPECT_EQ(context_of(held), (std::set<uint64_t>{a, c}));
+    held_set snapped;
+    for (const auto & e : log->snapshot().blocks) apply(snapped, e);
+    EXPECT_EQ(context_of(snapped), (std::set<uint64_t>{a, c}));
+    m.value()->context_holds({});
+    read();
+    EXPECT_TRUE(context_of(held).empty());
+}
+
 }  // namespace
