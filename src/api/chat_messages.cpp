@@ -11,9 +11,28 @@ using namespace rc::http;  // written against the HTTP shell (src/http)
 
 namespace {
 
-// llama.cpp's parsers take its own JSON type; the body is already bounded (parse_body), so this
-// copy costs one dump of what the client sent.
-common_json to_common(const json & j) { return common_json::parse(dump(j)); }
+// llama.cpp's parsers take its own JSON type: `j` copied value by value (the body is already bounded
+// by parse_body, depth included), with no text in between.
+common_json to_common(const json & j) {
+    switch (j.type()) {
+        case json::value_t::object: {
+            common_json o = common_json::object();
+            for (auto it = j.begin(); it != j.end(); ++it) o[it.key()] = to_common(it.value());
+            return o;
+        }
+        case json::value_t::array: {
+            common_json a = common_json::array();
+            for (const auto & v : j) a.push_back(to_common(v));
+            return a;
+        }
+        case json::value_t::string: return j.get_ref<const std::string &>();
+        case json::value_t::boolean: return j.get<bool>();
+        case json::value_t::number_integer: return j.get<int64_t>();
+        case json::value_t::number_unsigned: return j.get<uint64_t>();
+        case json::value_t::number_float: return j.get<double>();
+        default: return nullptr;
+    }
+}
 
 // A tool call's `arguments` string is parsed again by llama.cpp while the template renders (most
 // templates take it as an object): it gets the body's bounds first, or 100,000 '[' in a string
@@ -41,7 +60,7 @@ std::vector<common_chat_msg> read_chat_messages(const json & messages, const std
     if (messages.size() > max_chat_messages)
         bad_request("'" + field + "' has " + std::to_string(messages.size()) + " messages; at most " + std::to_string(max_chat_messages) + " are accepted",
                     field);
-    json copy = json::array();
+    common_json copy = common_json::array();
     for (size_t i = 0; i < messages.size(); ++i) {
         const auto & m = messages[i];
         std::string where = field + "[" + std::to_string(i) + "]";
@@ -57,11 +76,11 @@ std::vector<common_chat_msg> read_chat_messages(const json & messages, const std
             bad_request(where + ".content must be a string or an array of content parts", field);
         if (!has_content && !(r == "assistant" && m.contains("tool_calls"))) bad_request(where + ".content is required", field);
         check_tool_call_arguments(m, where);
-        copy.push_back(m);
+        copy.push_back(to_common(m));
         if (r == "developer") copy.back()["role"] = "system";
     }
     try {
-        return common_chat_msgs_parse_oaicompat(to_common(copy));
+        return common_chat_msgs_parse_oaicompat(copy);
     } catch (const std::exception & e) {
         bad_request("'" + field + "': " + e.what(), field);
     }

@@ -30,7 +30,7 @@ std::vector<short_key> parse_keys(const json & keys) {
 
 void kv_event_feed::apply_source(stream_state & s, const json & src) {
     const uint64_t id = src.value("source", uint64_t{0});
-    source so{src.value("model", ""), {src.value("identity", ""), src.value("block_size", 0)}};
+    source so{src.value("model", ""), std::make_shared<const model_keys>(model_keys{src.value("identity", ""), src.value("block_size", 0)})};
     if (so.model.empty()) return;
     s.sources[id] = so;
     if (const auto & blocks = src.value("blocks", json::object()); blocks.is_object())

@@ -67,7 +67,7 @@ class kv_event_feed {
     // Every trusted host at once (one lock: a routed request reads 64 hosts) with what it said of
     // `model`'s keys; `keys` unset where its stream has no source for the model.
     struct trusted_keys {
-        std::optional<model_keys> keys;
+        std::shared_ptr<const model_keys> keys;  // shared with the stream: a request copies no identity
     };
     std::unordered_map<std::string, trusted_keys> trusted_for(const std::string & model) const;
     // Per host: connected, trusted, epoch, seq, snapshots, events, the last event's age.
@@ -76,7 +76,7 @@ class kv_event_feed {
   private:
     struct source {
         std::string model;
-        model_keys keys;
+        std::shared_ptr<const model_keys> keys;
     };
     struct stream_state {
         std::string host, url;

@@ -55,13 +55,13 @@ indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::orde
     }
     out.prompt_tokens = static_cast<int>(prompt.tokens.size());
     const std::span<const int32_t> tokens(prompt.tokens.data(), prompt.tokens.size());
-    // One chain per (identity, block size), walked once over every host.
-    std::map<std::pair<std::string, int>, std::map<std::string, held_prefix>> walks;
+    // One chain per (identity, block size), walked once over every host (a fleet has one or two).
+    std::vector<std::pair<const model_keys *, std::map<std::string, held_prefix>>> walks;
     const auto trusted = feed.trusted_for(vocab.entry.name);
     const auto overflowed = index.overflowed(vocab.entry.name);
     for (const auto & h : candidates) {
         const auto t = trusted.find(h.id);
-        const auto & keys = t == trusted.end() ? std::nullopt : t->second.keys;
+        const model_keys * keys = t == trusted.end() ? nullptr : t->second.keys.get();
         if (!keys) {
             // A trusted stream without the model: not loaded there (its load would announce it).
             if (t != trusted.end() && !h.model_loaded(vocab.entry.name)) out.answers[h.id] = {false, out.prompt_tokens, 0, 0, 0};
@@ -72,12 +72,14 @@ indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::orde
             out.ask.push_back(h.id);
             continue;
         }
-        const auto group = std::make_pair(keys->identity, keys->block_size);
-        auto walked = walks.find(group);
+        auto walked = std::find_if(walks.begin(), walks.end(), [&](const auto & w) {
+            return w.first->block_size == keys->block_size && w.first->identity == keys->identity;
+        });
         if (walked == walks.end()) {
             const auto chain = prompt_chain(keys->identity, keys->block_size, prompt.cache_salt, tokens);
             ++out.chains;
-            walked = walks.emplace(group, index.walk(vocab.entry.name, chain, keys->block_size)).first;
+            walks.emplace_back(keys, index.walk(vocab.entry.name, chain, keys->block_size));
+            walked = walks.end() - 1;
         }
         auto held = walked->second.find(h.id);
         out.answers[h.id] = answer_of(held == walked->second.end() ? held_prefix{} : held->second, out.prompt_tokens);

@@ -104,7 +104,7 @@ result<request_shape> shape_request(const std::string & method, const std::strin
     }
     if (!text.empty()) s.canonical = head + text;
     if (s.lookup) {
-        s.lookup_body = j;
+        s.lookup_body = std::move(*parsed);  // j is done with
         s.lookup_body["api"] = s.ollama ? "ollama" : "openai";
     }
     return s;
