@@ -1,14 +1,14 @@
 #pragma once
 // SentencePiece merges as llama.cpp's SPM session makes them, without its per-pair costs: llama.cpp
-// builds a std::string for every candidate pair and a reverse-merge map entry for every match
-// and one queue over the whole text (~0.2 µs a byte; a 2 KB prompt costs the gateway ~0.6 ms). Here
+// builds a std::string for every candidate pair, a reverse-merge map entry for every match, and one
+// queue over the whole text (~0.2 µs a byte; a 2 KB prompt cost the gateway ~0.6 ms). Here
 // a pair is a view into the text, pairs longer than the vocabulary's longest token are never looked
 // up, no reverse map is kept (a merged symbol is always a token, so llama.cpp reads it only for
 // symbols that are not), and where the vocabulary allows it each word is merged on its own queue.
 //
 // The algorithm is the same, so are the tokens: the text's spaces become "▁" (one before it when
-// the vocabulary adds a space prefix), each UTF-8 lead byte starts a symbol, and while a pair of neighbours
-// spells a token, the pair with the highest token score is merged — the leftmost among equals
+// the vocabulary adds a space prefix), each UTF-8 lead byte starts a symbol, and while a pair of
+// neighbours spells a token, the pair with the highest token score is merged — the leftmost among equals
 // (llama.cpp's queue order; a pair whose symbols changed since it was queued is skipped there and
 // here). Each final symbol is its token, else its bytes' <0xXX> tokens.
 //
