@@ -14,19 +14,14 @@
 #include <sstream>
 
 #include "llama/model.h"
+#include "tree_vocabs.h"
 #include "llama/piece_tokenizer.h"
 
 namespace {
 
 using rc::llama::piece_tokenizer;
 
-std::shared_ptr<rc::llama::model> load_vocab(const std::string & name) {
-    rc::llama::model_load_options lo;
-    lo.vocab_only = true;
-    auto m = rc::llama::model::load(std::string(RC_LLAMA_VOCABS_DIR) + "/ggml-vocab-" + name + ".gguf", lo);
-    EXPECT_TRUE(m.ok()) << name << ": " << (m.ok() ? "" : m.err().message);
-    return m.ok() ? m.value() : nullptr;
-}
+using rc::test::load_tree_vocab;
 
 // The vocabulary's tokenizer test strings (models/ggml-vocab-*.gguf.inp), when it has them.
 std::vector<std::string> samples(const std::string & name) {
@@ -100,7 +95,7 @@ std::string hostile_text(std::mt19937 & rng, const std::vector<std::string> & sp
 class piece_tokenizer_vocab : public ::testing::TestWithParam<std::string> {
   protected:
     void SetUp() override {
-        m = load_vocab(GetParam());
+        m = load_tree_vocab(GetParam());
         ASSERT_TRUE(m);
         v = m->vocab();
         pieces = std::make_unique<piece_tokenizer>(v, m->meta("tokenizer.ggml.model"), size_t{8} << 20);
@@ -177,15 +172,10 @@ TEST_P(piece_tokenizer_vocab, cuts_raw_text_at_spaces_and_gives_llama_cpp_tokens
 
 INSTANTIATE_TEST_SUITE_P(vocabularies, piece_tokenizer_vocab,
                          ::testing::Values("llama-spm", "llama-bpe", "qwen2", "qwen35", "gemma-4", "phi-3", "command-r", "deepseek-coder",
-                                           "deepseek-llm", "gpt-2", "falcon", "mpt", "starcoder", "refact", "bert-bge"),
-                         [](const auto & param_info) {
-                             std::string n = param_info.param;
-                             for (auto & c : n) if (c == '-') c = '_';
-                             return n;
-                         });
+                                           "deepseek-llm", "gpt-2", "falcon", "mpt", "starcoder", "refact", "bert-bge"), rc::test::vocab_test_name);
 
 TEST(piece_tokenizer, resumed_chat_tokenizes_only_its_new_turn) {
-    const auto m = load_vocab("qwen2");
+    const auto m = load_tree_vocab("qwen2");
     ASSERT_TRUE(m);
     const piece_tokenizer pieces(m->vocab(), m->meta("tokenizer.ggml.model"), size_t{8} << 20);
     ASSERT_TRUE(pieces.splits());
@@ -203,7 +193,7 @@ TEST(piece_tokenizer, resumed_chat_tokenizes_only_its_new_turn) {
 }
 
 TEST(piece_tokenizer, cuts_only_before_tokens_nothing_longer_overlaps) {
-    const auto m = load_vocab("qwen2");
+    const auto m = load_tree_vocab("qwen2");
     ASSERT_TRUE(m);
     const piece_tokenizer pieces(m->vocab(), m->meta("tokenizer.ggml.model"), size_t{1} << 20);
     EXPECT_EQ(pieces.cuts("hi<|im_start|>user"), (std::vector<size_t>{2}));
@@ -213,7 +203,7 @@ TEST(piece_tokenizer, cuts_only_before_tokens_nothing_longer_overlaps) {
 }
 
 TEST(piece_tokenizer, a_full_cache_drops_the_least_recently_used) {
-    const auto m = load_vocab("qwen2");
+    const auto m = load_tree_vocab("qwen2");
     ASSERT_TRUE(m);
     const piece_tokenizer pieces(m->vocab(), m->meta("tokenizer.ggml.model"), 4096);
     for (int i = 0; i < 200; ++i) {

@@ -10,18 +10,13 @@
 #include <random>
 
 #include "llama/model.h"
+#include "tree_vocabs.h"
 #include "llama/piece_tokenizer.h"
 #include "llama/spm_merges.h"
 
 namespace {
 
-std::shared_ptr<rc::llama::model> load_vocab(const std::string & name) {
-    rc::llama::model_load_options lo;
-    lo.vocab_only = true;
-    auto m = rc::llama::model::load(std::string(RC_LLAMA_VOCABS_DIR) + "/ggml-vocab-" + name + ".gguf", lo);
-    EXPECT_TRUE(m.ok()) << name << ": " << (m.ok() ? "" : m.err().message);
-    return m.ok() ? m.value() : nullptr;
-}
+using rc::test::load_tree_vocab;
 
 std::string random_text(std::mt19937 & rng) {
     static const std::vector<std::string> parts = {"a", "aa", "aaaa", "e", "the", "The", " ", "  ", "    ", "\n", "\n\n", "\t", "\r\n", "0", "12",
@@ -46,7 +41,7 @@ bool holds_special(const llama_vocab * v, const std::string & text) {
 class spm_vocab : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(spm_vocab, gives_llama_cpp_tokens_for_raw_text) {
-    const auto m = load_vocab(GetParam());
+    const auto m = load_tree_vocab(GetParam());
     ASSERT_TRUE(m);
     const llama_vocab * v = m->vocab();
     ASSERT_EQ(llama_vocab_type(v), LLAMA_VOCAB_TYPE_SPM);
@@ -74,16 +69,11 @@ TEST_P(spm_vocab, gives_llama_cpp_tokens_for_raw_text) {
     EXPECT_TRUE(pieces.merges());
 }
 
-INSTANTIATE_TEST_SUITE_P(vocabularies, spm_vocab, ::testing::Values("llama-spm", "phi-3", "baichuan"),
-                         [](const auto & param_info) {
-                             std::string n = param_info.param;
-                             for (auto & c : n) if (c == '-') c = '_';
-                             return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(vocabularies, spm_vocab, ::testing::Values("llama-spm", "phi-3", "baichuan"), rc::test::vocab_test_name);
 
 TEST(spm_merges, a_byte_llama_cpp_cannot_map_leaves_the_output_as_it_was) {
     // A BPE vocabulary has no <0xXX> tokens for most bytes: what spm_merges cannot spell, it declines.
-    const auto m = load_vocab("gpt-2");
+    const auto m = load_tree_vocab("gpt-2");
     ASSERT_TRUE(m);
     const rc::llama::spm_merges merges(m->vocab(), false);
     std::vector<llama_token> out = {7};
