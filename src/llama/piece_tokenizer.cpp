@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "llama/bpe_merges.h"
 #include "llama/spm_merges.h"
 
 namespace rc::llama {
@@ -99,8 +100,8 @@ piece_tokenizer::piece_tokenizer(const llama_vocab * vocab, std::string_view tok
         const auto a = common_tokenize(vocab, "a", false, false);
         const char * first = a.empty() ? nullptr : llama_vocab_get_text(vocab, a.front());
         space_prefix_ = first && std::string_view(first).starts_with(meta_space);
-        use_merges(vocab);
     }
+    use_merges(vocab);
     if (text_cuts_) {
         // Whole against cut on a probe of prose, punctuation, numbers, non-ASCII and whitespace runs.
         static const char * words[] = {"The", "quick", "brown", "fox,", "12", "jumps", "over", "345", "lazy", "dogs.", "Don't", "stop;", "it's",
@@ -181,7 +182,9 @@ std::vector<size_t> piece_tokenizer::cuts(std::string_view text, bool parse_spec
 }
 
 void piece_tokenizer::use_merges(const llama_vocab * vocab) {
-    merges_ = std::make_unique<spm_merges>(vocab, space_prefix_);
+    if (bpe_) merges_ = bpe_merges::make(vocab);
+    else merges_ = std::make_unique<spm_merges>(vocab, space_prefix_);
+    if (!merges_) return;
     // Raw fragments of every kind a prompt holds, each against llama.cpp's own.
     static const char * probe[] = {"Hello world", "  two  spaces and\ttabs\nnew lines\n\n", "na\u00efve caf\u00e9 \u2014 \u201cquoted\u201d \u2713",
                                    "\u4f60\u597d\uff0c\u4e16\u754c", "emoji \U0001F999\U0001F999 and a cut one \xF0\x9F", "x\x01y\x7F\xff\xfe",

@@ -31,9 +31,10 @@
 // Both are checked at construction on a probe text (whole against cut; any difference: no raw cuts)
 // and by the tests on the pinned tree's vocabularies.
 //
-// A piece not kept is tokenized by llama.cpp, except on SPM vocabularies where it is one raw
-// fragment, or one special token (no strip attribute) and one: spm_merges gives the same tokens
-// ~6× faster (checked against llama.cpp on a probe at construction; any difference: not used).
+// A piece not kept is tokenized by llama.cpp, except where it is one raw fragment, or one special
+// token (no strip attribute) and one: then spm_merges (SPM) or bpe_merges (byte-level BPE) gives
+// the same tokens several times faster (checked against llama.cpp on a probe at construction; any
+// difference: not used).
 #include <llama.h>
 
 #include <cstddef>
@@ -49,7 +50,7 @@
 
 namespace rc::llama {
 
-class spm_merges;
+class fragment_merges;
 
 class piece_tokenizer {
   public:
@@ -70,7 +71,7 @@ class piece_tokenizer {
     std::vector<size_t> cuts(std::string_view text, bool parse_special = true) const;
     bool splits() const { return splits_; }          // false: this vocabulary is always tokenized whole
     bool cuts_text() const { return text_cuts_; }    // raw text is cut at spaces too
-    bool merges() const { return merges_ != nullptr; }  // SPM pieces are merged by spm_merges
+    bool merges() const { return merges_ != nullptr; }  // new pieces are merged by spm_merges or bpe_merges
 
     struct stats {
         size_t hits = 0, misses = 0, bytes = 0, entries = 0;
@@ -81,8 +82,8 @@ class piece_tokenizer {
     struct trie;
     std::vector<llama_token> tokenize_whole(const std::string & text, bool add_special, bool parse_special) const;
     std::vector<llama_token> piece(std::string_view text, bool first, bool add_special, bool parse_special) const;
-    void use_merges(const llama_vocab * vocab);  // SPM: spm_merges, where it agrees with llama.cpp on a probe
-    // A piece by spm_merges: where it is one raw fragment, or one special token and a raw fragment.
+    void use_merges(const llama_vocab * vocab);  // spm_merges or bpe_merges, where it agrees with llama.cpp on a probe
+    // A piece by merges_: where it is one raw fragment, or one special token and a raw fragment.
     std::optional<std::vector<llama_token>> merged_piece(std::string_view text, bool bos, bool parse_special) const;
     void add_text_cuts(std::string_view text, size_t begin, size_t end, std::vector<size_t> & out) const;
     bool in_special(std::string_view text, size_t from, size_t to) const;  // any special occurrence touches [from, to)
@@ -93,7 +94,7 @@ class piece_tokenizer {
     bool bpe_ = false;
     bool space_prefix_ = false;  // SPM adds "▁" before a fragment's text
     std::unique_ptr<trie> specials_;
-    std::unique_ptr<spm_merges> merges_;  // SPM pieces without llama.cpp's per-pair costs (spm_merges.h)
+    std::unique_ptr<fragment_merges> merges_;  // new pieces without llama.cpp's per-pair costs (spm_merges.h, bpe_merges.h)
 
     size_t max_bytes_;
     mutable std::mutex mutex_;

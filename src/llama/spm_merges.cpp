@@ -32,49 +32,19 @@ bool spm_words_merge_apart(const llama_vocab * vocab) {
     return true;
 }
 
-uint64_t spm_merges::hash(std::string_view text) {
-    uint64_t h = 14695981039346656037ull;  // FNV-1a
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
-
 spm_merges::spm_merges(const llama_vocab * vocab, bool space_prefix) : space_prefix_(space_prefix), words_apart_(spm_words_merge_apart(vocab)) {
     const int n = llama_vocab_n_tokens(vocab);
-    size_t slots = 16;
-    while (slots < static_cast<size_t>(n) * 2) slots *= 2;  // at most half full: short probes
-    slots_.assign(slots, {});
     for (llama_token id = 0; id < n; ++id) {
         const char * t = llama_vocab_get_text(vocab, id);
-        const std::string_view text = t ? t : "";
-        const uint64_t h = hash(text);
-        size_t at = h & (slots_.size() - 1);
-        while (slots_[at].id != LLAMA_TOKEN_NULL && !(slots_[at].hash == h && text_of(slots_[at]) == text)) at = (at + 1) & (slots_.size() - 1);
-        if (slots_[at].id == LLAMA_TOKEN_NULL) {
-            slots_[at].hash = h;
-            slots_[at].offset = static_cast<uint32_t>(texts_.size());
-            slots_[at].length = static_cast<uint32_t>(text.size());
-            texts_.append(text);
-        }
-        slots_[at].id = id;  // a later token of the same text wins, as in llama.cpp's map
-        slots_[at].score = llama_vocab_get_score(vocab, id);
-        longest_ = std::max(longest_, text.size());
+        tokens_.set(t ? t : "", id);
+        scores_.push_back(llama_vocab_get_score(vocab, id));
     }
     for (int b = 0; b < 256; ++b) {
         char hex[7];
         std::snprintf(hex, sizeof hex, "<0x%02X>", b);
         const char raw[1] = {static_cast<char>(b)};
-        const slot * t = find(hex);
-        if (!t) t = find(std::string_view(raw, 1));
-        byte_tokens_[static_cast<size_t>(b)] = t ? t->id : LLAMA_TOKEN_NULL;
-    }
-}
-
-const spm_merges::slot * spm_merges::find(std::string_view text) const {
-    const uint64_t h = hash(text);
-    for (size_t at = h & (slots_.size() - 1);; at = (at + 1) & (slots_.size() - 1)) {
-        const slot & e = slots_[at];
-        if (e.id == LLAMA_TOKEN_NULL) return nullptr;
-        if (e.hash == h && text_of(e) == text) return &e;
+        const llama_token t = tokens_.find(hex);
+        byte_tokens_[static_cast<size_t>(b)] = t >= 0 ? t : tokens_.find(std::string_view(raw, 1));
     }
 }
 
@@ -114,10 +84,10 @@ bool spm_merges::merge(std::string_view s, scratch & work, std::vector<llama_tok
     auto offer = [&](int32_t left, int32_t right) {
         if (left < 0 || right < 0) return;
         const uint32_t size = syms[static_cast<size_t>(left)].n + syms[static_cast<size_t>(right)].n;
-        if (size > longest_) return;
-        const slot * t = find(s.substr(syms[static_cast<size_t>(left)].start, size));
-        if (!t) return;
-        queue.push_back({t->score, left, right, size});
+        if (size > tokens_.longest()) return;
+        const llama_token t = tokens_.find(s.substr(syms[static_cast<size_t>(left)].start, size));
+        if (t < 0) return;
+        queue.push_back({scores_[static_cast<size_t>(t)], left, right, size});
         std::push_heap(queue.begin(), queue.end(), after);
     };
     for (int32_t i = 1; i < static_cast<int32_t>(syms.size()); ++i) offer(i - 1, i);
@@ -137,8 +107,8 @@ bool spm_merges::merge(std::string_view s, scratch & work, std::vector<llama_tok
     }
     for (int32_t i = syms.empty() ? -1 : 0; i >= 0; i = syms[static_cast<size_t>(i)].next) {
         const std::string_view piece = s.substr(syms[static_cast<size_t>(i)].start, syms[static_cast<size_t>(i)].n);
-        if (const slot * t = find(piece)) {
-            out.push_back(t->id);
+        if (const llama_token t = tokens_.find(piece); t >= 0) {
+            out.push_back(t);
             continue;
         }
         for (char c : piece) {

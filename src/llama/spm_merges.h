@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "llama/merge_tables.h"
+
 namespace rc::llama {
 
 // True when no token of `vocab` holds "▁" after something other than "▁": then no merge crosses a
@@ -31,22 +33,15 @@ namespace rc::llama {
 // restricted to it, so the tokens are the words' tokens one after another.
 bool spm_words_merge_apart(const llama_vocab * vocab);
 
-class spm_merges {
+class spm_merges : public fragment_merges {
   public:
     // An SPM vocabulary; `space_prefix`: it puts "▁" before a fragment's text (llama.cpp's add_space_prefix).
     spm_merges(const llama_vocab * vocab, bool space_prefix);
 
-    // Appends the tokens of `text`, a raw fragment (no special-token occurrence in it), to `out`;
-    // false, and `out` as it was, where a byte has no token of its own (llama.cpp decides then).
-    bool tokenize(std::string_view text, std::vector<llama_token> & out) const;
+    // False where a byte has no token of its own (llama.cpp decides then).
+    bool tokenize(std::string_view text, std::vector<llama_token> & out) const override;
 
   private:
-    struct slot {  // of an open-addressing table: text → token (llama.cpp's std::unordered_map costs 2/3 of the time)
-        uint64_t hash = 0;
-        uint32_t offset = 0, length = 0;  // in texts_
-        llama_token id = LLAMA_TOKEN_NULL;
-        float score = 0;
-    };
     struct symbol {
         uint32_t start, n;
         int32_t prev, next;
@@ -60,15 +55,11 @@ class spm_merges {
         std::vector<symbol> symbols;
         std::vector<pair> queue;
     };
-    static uint64_t hash(std::string_view text);
-    std::string_view text_of(const slot & e) const { return std::string_view(texts_).substr(e.offset, e.length); }
-    const slot * find(std::string_view text) const;
     bool merge(std::string_view escaped, scratch & work, std::vector<llama_token> & out) const;  // one word (or all)
 
-    std::string texts_;        // every token's text, one after another
-    std::vector<slot> slots_;  // a power of two
+    text_table tokens_;         // text → token
+    std::vector<float> scores_;  // by token
     std::array<llama_token, 256> byte_tokens_{};
-    size_t longest_ = 0;
     bool space_prefix_;
     bool words_apart_;  // spm_words_merge_apart
 };
