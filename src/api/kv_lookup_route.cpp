@@ -1,4 +1,4 @@
-// POST /v1/kv/lookup: the body is read by the route it names (`api` + messages|prompt) with that
+// POST /v1/kv/lookup: the body is read by the route it names (`api` + messages|prompt|input) with that
 // route's own readers and rendered by the session's render_prompts (request_prompt.h) — so the
 // tokens looked up are exactly the tokens that route would submit. GET /v1/kv/vocab: the model's
 // vocabulary for a gateway that computes those tokens itself.
@@ -46,11 +46,12 @@ http_response lookup(api_context & ctx, const http_request & req) {
     json body = parse_body(req);
     const std::string requested = require_string(body, "model");
     const std::string api = opt_string(body, "api").value_or("openai");
-    if (api != "openai" && api != "ollama") bad_request("'api' must be openai or ollama", "api");
+    if (api != "openai" && api != "ollama" && api != "responses") bad_request("'api' must be openai, responses or ollama", "api");
     const auto timeout = std::chrono::milliseconds(opt_int(body, "timeout_ms", 1, max_timeout_ms).value_or(default_timeout_ms));
     const bool has_messages = body.contains("messages") && !body["messages"].is_null();
     const bool has_prompt = body.contains("prompt") && !body["prompt"].is_null();
-    if (!has_messages && !has_prompt) bad_request("'messages' or 'prompt' is required", "messages");
+    if (api == "responses" && (!body.contains("input") || body["input"].is_null())) bad_request("'input' is required", "input");
+    if (api != "responses" && !has_messages && !has_prompt) bad_request("'messages' or 'prompt' is required", "messages");
     const auto entry = find_model_entry(ctx, requested);
 
     json out = {{"model", entry.name}, {"loaded", false}, {"prompt_tokens", nullptr}, {"cached_tokens", 0},

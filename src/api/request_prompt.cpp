@@ -3,6 +3,7 @@
 #include "api/generation_session.h"
 #include "api/ollama/ollama_routes.h"
 #include "api/openai/openai_common.h"
+#include "api/openai/responses_request.h"
 #include "http/api_error.h"
 
 namespace rc::api {
@@ -14,7 +15,9 @@ request_prompt read_request_prompt(const models::model_entry & entry, const llam
     in.render_memo = memo;
     in.model = entry.name;
     const bool has_messages = body.contains("messages") && !body["messages"].is_null();
-    if (api == "ollama") {
+    if (api == "responses") {
+        openai::read_responses_request(body, in);
+    } else if (api == "ollama") {
         if (has_messages) {
             ollama::read_chat_request(entry, body, in);
             if (in.chat->messages.empty()) bad_request("'messages' must not be empty: nothing to look up", "messages");

@@ -236,12 +236,14 @@ http::http_response explain(gateway_context & g, const http::http_request & req)
     auto parsed = http::parse_json_bounded(req.body);
     if (!parsed || !parsed->is_object()) return error(req.path, 400, "the request body must be a JSON object");
     const auto & body = *parsed;
-    const bool ollama = body.value("api", "openai") == "ollama";
+    const std::string api = body.value("api", "openai");
     const bool messages = body.contains("messages") && !body["messages"].is_null();
-    const std::string as = ollama ? (messages ? "/api/chat" : "/api/generate") : (messages ? "/v1/chat/completions" : "/v1/completions");
+    const std::string as = api == "ollama"      ? (messages ? "/api/chat" : "/api/generate")
+                           : api == "responses" ? "/v1/responses"
+                                                : (messages ? "/v1/chat/completions" : "/v1/completions");
     auto shape = shape_request("POST", as, req.body, {});
     if (!shape.ok()) return error(req.path, 400, shape.err().message);
-    if (!shape->lookup) return error(req.path, 400, "'messages' or 'prompt' is required");
+    if (!shape->lookup) return error(req.path, 400, api == "responses" ? "'input' is required" : "'messages' or 'prompt' is required");
     routing r = plan_request(g, shape.value(), req);
     if (r.candidates.empty()) return no_host(g, shape.value(), req.path);
     ojson cands = ojson::array();

@@ -99,13 +99,17 @@ result<request_shape> shape_request(const std::string & method, const std::strin
         text += str(j, "system") + unit_sep + prompt;
         s.lookup = !prompt.empty();  // an empty prompt loads or unloads the model: nothing to look up
     } else if (path == "/v1/responses") {
-        // Input items are converted to messages by the host; no lookup, but affinity still helps.
-        if (auto in = j.find("input"); in != j.end()) text = str(j, "instructions") + record_sep + (in->is_string() ? in->get<std::string>() : in->dump());
+        // Read as the host reads it: instructions and input items become the chat's messages.
+        if (auto in = j.find("input"); in != j.end() && !in->is_null()) {
+            text = str(j, "instructions") + record_sep + (in->is_string() ? in->get<std::string>() : in->dump());
+            s.lookup = in->is_string() || (in->is_array() && !in->empty());
+        }
     }
     if (!text.empty()) s.canonical = head + text;
     if (s.lookup) {
+        const char * api = s.ollama ? "ollama" : path == "/v1/responses" ? "responses" : "openai";
         s.lookup_body = std::move(*parsed);  // j is done with
-        s.lookup_body["api"] = s.ollama ? "ollama" : "openai";
+        s.lookup_body["api"] = api;
     }
     return s;
 }

@@ -459,6 +459,11 @@ TEST_F(gateway_fleet, in_the_steady_state_the_gateway_routes_from_its_index_and_
     ASSERT_TRUE(resumed.ok() && resumed->ok());
     EXPECT_EQ(resumed->header("X-Rustycage-Host"), "h2");
     EXPECT_EQ(resumed->header("X-Rustycage-Route"), "cache_context") << "as a lookup would route it: h2 keeps the conversation in its context";
+    // The same conversation through the Responses API: its input is read as the host reads it.
+    auto responses = post("/v1/responses", json{{"model", "tiny"}, {"input", prompt}, {"max_output_tokens", 2}}.dump());
+    ASSERT_TRUE(responses.ok() && responses->ok()) << (responses.ok() ? responses->body : "");
+    EXPECT_EQ(responses->header("X-Rustycage-Host"), "h2");
+    EXPECT_EQ(responses->header("X-Rustycage-Route"), "cache_context");
     for (int i = 0; i < 4; ++i) {
         auto r = post("/v1/chat/completions", chat_body("tiny", long_prompt("steady-" + std::to_string(i)), 2));
         ASSERT_TRUE(r.ok() && r->ok());

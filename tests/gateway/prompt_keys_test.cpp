@@ -1,6 +1,7 @@
 // The gateway computes the KV block keys a host computes (gateway/prompt_keys.h): for every route
 // shape the gateway routes from its index (OpenAI chat with and without tools, completions from
-// text, token ids and a list, Ollama chat and generate, raw mode) and for every template family
+// text, token ids and a list, Responses input as text and as message items with content parts and
+// tools, Ollama chat and generate, raw mode) and for every template family
 // here (tiny-chat's own, and store models created with real families' templates and a Modelfile
 // system prompt), the chain computed from the host's GET /v1/kv/vocab — a vocab-only load, the
 // hosts' own reader, the identity and block size the host announces — is the chain of blocks the
@@ -63,6 +64,14 @@ std::vector<shape> shapes(const std::vector<int> & ids) {
         {"ollama_chat", "/api/chat", {{"messages", json::array({{{"role", "user"}, {"content", text(k + 7, 40)}}})}}, "ollama"},
         {"ollama_generate", "/api/generate", {{"prompt", text(k + 8, 40)}, {"system", "Answer in one word."}}, "ollama"},
         {"ollama_raw", "/api/generate", {{"prompt", text(k + 9, 40)}, {"raw", true}}, "ollama"},
+        {"responses", "/v1/responses", {{"instructions", "Be brief."}, {"input", text(k + 10, 40)}}, "responses"},
+        {"responses_items", "/v1/responses",
+         {{"input", json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_text"}, {"text", text(k + 11, 40)}}})}},
+                                 {{"type", "message"}, {"role", "assistant"}, {"content", json::array({{{"type", "output_text"}, {"text", "Rain."}}})}},
+                                 {{"role", "user"}, {"content", "And tomorrow?"}}})},
+          {"tools", json::array({{{"type", "function"}, {"name", "get_weather"}, {"description", "Weather in a city"}, {"parameters", weather["function"]["parameters"]}}})},
+          {"cache_salt", "tenant-c"}},
+         "responses"},
     };
 }
 
@@ -155,6 +164,7 @@ TEST_P(prompt_keys, the_gateway_computes_the_chain_the_host_stored_for_every_rou
         json request = sh.body;
         request["model"] = model;
         if (sh.api == "ollama") request.update({{"stream", false}, {"options", {{"num_predict", 1}}}});
+        else if (sh.api == "responses") request["max_output_tokens"] = 1;
         else request["max_tokens"] = 1;
         auto done = (sh.api == "ollama" ? ollama : openai).Post(sh.path, request.dump(), "application/json");
         ASSERT_TRUE(done && done->status == 200) << (done ? done->body : "no answer");
