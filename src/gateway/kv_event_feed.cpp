@@ -204,6 +204,7 @@ bool kv_event_feed::trusted(const std::string & host) const {
 std::unordered_map<std::string, kv_event_feed::trusted_keys> kv_event_feed::trusted_for(const std::string & model) const {
     std::unordered_map<std::string, trusted_keys> out;
     std::lock_guard lock(mu_);
+    out.reserve(streams_.size());
     const auto now = steady::now();
     for (const auto & [host, s] : streams_) {
         if (!s->connected || now - s->heard >= opts_.stall_after) continue;

@@ -108,15 +108,16 @@ routing plan_request(gateway_context & g, const request_shape & shape, const htt
 
     if (g.opts.policy == route_policy::cache && shape.lookup && r.candidates.size() > 1) {
         const auto t0 = clock::now();
-        std::vector<host_view> ask = r.candidates;
         if (auto vocab = g.opts.use_index ? g.vocabs.get(shape.model, vocab_source(g, shape.model, r.candidates)) : nullptr) {
             auto known = answer_from_index(*vocab, shape.lookup_body, r.candidates, g.kv_feed, g.blocks);
             for (auto & [id, answer] : known.answers) {
                 r.lookups[id].answer = answer;
                 r.from_index.insert(id);
             }
-            std::erase_if(ask, [&](const host_view & h) { return r.from_index.contains(h.id); });
         }
+        std::vector<host_view> ask;  // the hosts the index could not answer for
+        for (const auto & h : r.candidates)
+            if (!r.from_index.contains(h.id)) ask.push_back(h);
         if (!ask.empty()) ask_hosts(g, shape, req, ask, affinity.empty() ? g.opts.lookup_grace : g.opts.lookup_timeout, r);
         r.how = ask.empty() ? "index" : r.from_index.empty() ? "lookup" : "mixed";
         g.metrics.route_time(r.how, std::chrono::duration<double>(clock::now() - t0).count());

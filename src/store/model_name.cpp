@@ -125,12 +125,21 @@ std::filesystem::path model_name::manifest_path(const std::filesystem::path & ro
     return root / "manifests" / host / ns / model / tag;
 }
 
-std::string short_model_name(std::string name) {
+namespace {
+
+std::string_view short_view(std::string_view name) {  // short_model_name without a copy
     for (std::string_view suffix : {std::string_view(":latest"), std::string_view(".gguf")})
-        if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+        if (name.size() > suffix.size() && name.ends_with(suffix)) name.remove_suffix(suffix.size());
     return name;
 }
 
-bool same_model_name(const std::string & a, const std::string & b) { return short_model_name(a) == short_model_name(b); }
+}  // namespace
+
+std::string short_model_name(std::string name) {
+    name.resize(short_view(name).size());
+    return name;
+}
+
+bool same_model_name(const std::string & a, const std::string & b) { return short_view(a) == short_view(b); }
 
 }  // namespace rc::store
