@@ -6,7 +6,7 @@
 #
 #   bench/gateway.sh [--smoke] [--build DIR] [--model PRESET] [--reps N] [--policies LIST] [--out DIR]
 #                    [--hosts N] [--scenarios fleet_resume,conversations]
-#   bench/gateway.sh --scale [--build DIR] [--reps REQUESTS] [--out DIR]
+#   bench/gateway.sh --scale [--build DIR] [--model PRESET] [--reps REQUESTS] [--clients N] [--out DIR]
 #
 # The full run serves bench-135m (SmolLM2-135M's shape): three servers share the machine's cores, and
 # on two of them bench-1b's 2k-token prefill takes most of a minute (`--model bench-1b` runs it anyway).
@@ -21,8 +21,9 @@
 #                  path) plus simulated hosts (rc-gateway-scale, bench/sim_hosts.h: 100k blocks each,
 #                  a host's real lookup work when asked), the block index against asking every host:
 #                  routing overhead p50/p99, lookups per request, simulated hosts' CPU per 1k
-#                  requests, hit rate (--reps: requests measured per run, default 300). Results:
-#                  scale.jsonl and scale.md in --out.
+#                  requests, hit rate (--reps: requests measured per run, default 300). --clients N
+#                  adds 64-host index runs with N clients sending at once. Results: scale.jsonl and
+#                  scale.md in --out.
 # --smoke checks the harness on bench-tiny with few, short conversations (a minute or two); numbers
 # from it mean nothing. Results: raw.jsonl and summary.md in --out (default: a temp dir; the lead
 # copies a real run's summary into docs/BENCHMARKS.md, section "Fleet gateway").
@@ -32,6 +33,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 mode=full build=build reps="" policies="cache,round-robin,least-loaded" outdir="" model_arg="" nhosts=3
+clients=1
 scenarios=fleet_resume,conversations
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,9 +44,10 @@ while [ $# -gt 0 ]; do
         --reps) reps=$2; shift ;;
         --policies) policies=$2; shift ;;
         --hosts) nhosts=$2; shift ;;
+        --clients) clients=$2; shift ;;
         --scenarios) scenarios=$2; shift ;;
         --out) outdir=$2; shift ;;
-        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "bench/gateway.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -185,13 +188,18 @@ if [ "$mode" = scale ]; then
                     --api "$api" --requests "${reps:-300}" --out "$outdir/scale.jsonl" >&2
             done
         done
+        if [ "$clients" -gt 1 ]; then
+            log "scale: $api, 64 hosts, index, $clients clients at once"
+            "$scale" --etcd "$etcd_url" --model-file "$model_file" --model scale --hosts 64 "${reals[@]}" --mode index \
+                --api "$api" --requests "${reps:-300}" --clients "$clients" --out "$outdir/scale.jsonl" >&2
+        fi
     done
     node - "$outdir/scale.jsonl" >"$outdir/scale.md" <<'EOF'
 const rows = require('fs').readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-console.log('| requests | hosts | routing | overhead p50 (µs) | p99 (µs) | resumes p50 / p99 (µs) | new conversations p50 / p99 (µs) | lookups / request | sim. hosts\' CPU s / 1k requests | hit rate |');
-console.log('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|');
+console.log('| requests | hosts | routing | clients | overhead p50 (µs) | p99 (µs) | resumes p50 / p99 (µs) | new conversations p50 / p99 (µs) | lookups / request | sim. hosts\' CPU s / 1k requests | hit rate |');
+console.log('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|');
 const us = (v) => (v === undefined ? '—' : v.toFixed(0));
-for (const r of rows) console.log(`| ${r.api} | ${r.hosts} | ${r.mode} | ${us(r.route_us_p50)} | ${us(r.route_us_p99)} | ${us(r.resume_us_p50)} / ${us(r.resume_us_p99)} | ${us(r.new_us_p50)} / ${us(r.new_us_p99)} (${r.new_conversations ?? '—'}) | ${r.lookups_per_request.toFixed(2)} | ${r.sim_host_cpu_s_per_1k.toFixed(2)} | ${(100 * r.hit_rate).toFixed(0)} % |`);
+for (const r of rows) console.log(`| ${r.api} | ${r.hosts} | ${r.mode} | ${r.clients ?? 1} | ${us(r.route_us_p50)} | ${us(r.route_us_p99)} | ${us(r.resume_us_p50)} / ${us(r.resume_us_p99)} | ${us(r.new_us_p50)} / ${us(r.new_us_p99)} (${r.new_conversations ?? '—'}) | ${r.lookups_per_request.toFixed(2)} | ${r.sim_host_cpu_s_per_1k.toFixed(2)} | ${(100 * r.hit_rate).toFixed(0)} % |`);
 EOF
     cat "$outdir/scale.md"
     log "results in $outdir (scale.jsonl, scale.md)"

@@ -7,10 +7,13 @@
 //
 //   rc-gateway-scale --etcd URL --model-file GGUF --hosts N --mode index|lookup [--real URL]…
 //                    [--api chat|completions] [--blocks 100000] [--requests 400] [--conversations 40]
-//                    [--words 300] [--reply-words 0] [--out FILE]
+//                    [--words 300] [--reply-words 0] [--clients 1] [--out FILE]
 //
 // --api completions sends each conversation as one text prompt (no chat template to render): the
 // routing cost without the template's share.
+//
+// --clients N sends from N threads at once, each with its own conversations (--conversations and
+// --requests are shared out): the overhead while requests are routed side by side.
 //
 // One JSON line per run (stdout, appended to --out): routing overhead p50/p99 (µs), lookups sent per
 // request, CPU seconds the simulated hosts spent answering lookups per 1,000 requests, hit rate
@@ -20,6 +23,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -76,7 +80,7 @@ int main(int argc, char ** argv) {
     CLI::App app("rc-gateway-scale: the gateway's routing cost at N hosts");
     std::string etcd_url, model_file, model = "scale", mode = "index", api = "chat", out_file;
     std::vector<std::string> real;
-    int hosts = 64, requests = 400, conversations = 40, n_words = 300, reply_words = 0;
+    int hosts = 64, requests = 400, conversations = 40, n_words = 300, reply_words = 0, clients = 1;
     size_t blocks = 100000;
     app.add_option("--etcd", etcd_url, "An etcd member")->required();
     app.add_option("--model-file", model_file, "A GGUF whose vocabulary the hosts serve")->required();
@@ -90,6 +94,7 @@ int main(int argc, char ** argv) {
     app.add_option("--conversations", conversations, "Conversations started (then resumed)");
     app.add_option("--words", n_words, "Words in a conversation's first message");
     app.add_option("--reply-words", reply_words, "Words in each assistant reply the client sends back (0: every reply is \"ok\")");
+    app.add_option("--clients", clients, "Clients sending at once, each with its own conversations")->check(CLI::Range(1, 256));
     app.add_option("--out", out_file, "Append the result line here");
     CLI11_PARSE(app, argc, argv);
     const int n_real = static_cast<int>(real.size());
@@ -171,14 +176,26 @@ int main(int argc, char ** argv) {
     }
     const double feeds_s = std::chrono::duration<double>(clock_type::now() - t_ready).count();
 
-    std::mt19937_64 rng(7);
+    // One client: its own conversations and random stream, so clients never resume the same
+    // conversation at once; each keeps its own measures, merged after.
     struct conversation {
         json messages;
         std::set<std::string> served_by;
     };
-    std::vector<conversation> convs;
-    std::vector<double> resume_us, new_us;  // the measured requests' overhead, resumes and new conversations apart
-    auto send = [&](conversation & c, std::vector<double> * route_us, int * hit, int * resumes) {
+    struct client {
+        std::mt19937_64 rng;
+        std::vector<conversation> convs;
+        int conversations = 0;
+        std::vector<double> route_us, resume_us, new_us;
+        int hits = 0, resumes = 0;
+        bool failed = false;
+    };
+    std::vector<client> cs(static_cast<size_t>(clients));
+    for (int i = 0; i < clients; ++i) {
+        cs[static_cast<size_t>(i)].rng.seed(7 + static_cast<uint64_t>(i));
+        cs[static_cast<size_t>(i)].conversations = std::max(1, conversations / clients);
+    }
+    auto send = [&](client & cl, conversation & c, bool measured) {
         const bool resume = !c.served_by.empty();
         json body = {{"model", model}, {"max_tokens", 1}, {"temperature", 0}};
         if (api == "chat") {
@@ -200,28 +217,39 @@ int main(int argc, char ** argv) {
             return false;
         }
         const std::string host = reply->header("X-Rustycage-Host");
-        if (route_us) {
-            route_us->push_back(std::stod(reply->header("X-Rustycage-Route-Us")));
-            (resume ? resume_us : new_us).push_back(route_us->back());
+        if (measured) {
+            cl.route_us.push_back(std::stod(reply->header("X-Rustycage-Route-Us")));
+            (resume ? cl.resume_us : cl.new_us).push_back(cl.route_us.back());
+            if (resume) {
+                ++cl.resumes;
+                cl.hits += c.served_by.contains(host);
+            }
         }
-        if (resume && resumes) ++*resumes;
-        if (resume && hit && c.served_by.contains(host)) ++*hit;
         c.served_by.insert(host);
-        c.messages.push_back({{"role", "assistant"}, {"content", reply_words > 0 ? words(rng, reply_words) : std::string("ok")}});
-        c.messages.push_back({{"role", "user"}, {"content", words(rng, 20)}});
+        c.messages.push_back({{"role", "assistant"}, {"content", reply_words > 0 ? words(cl.rng, reply_words) : std::string("ok")}});
+        c.messages.push_back({{"role", "user"}, {"content", words(cl.rng, 20)}});
         return true;
     };
-    auto pick = [&]() -> conversation & {
-        if (static_cast<int>(convs.size()) < conversations && (convs.empty() || rng() % 2 == 0)) {
-            convs.push_back({json::array({{{"role", "system"}, {"content", "Conversation " + std::to_string(convs.size()) + "."}},
-                                          {{"role", "user"}, {"content", words(rng, n_words)}}}), {}});
-            return convs.back();
+    int started = 0;  // conversations started by every client: each one's system prompt is unique
+    std::mutex started_mu;
+    auto pick = [&](client & cl) -> conversation & {
+        if (static_cast<int>(cl.convs.size()) < cl.conversations && (cl.convs.empty() || cl.rng() % 2 == 0)) {
+            int n;
+            {
+                std::lock_guard lk(started_mu);
+                n = started++;
+            }
+            cl.convs.push_back({json::array({{{"role", "system"}, {"content", "Conversation " + std::to_string(n) + "."}},
+                                             {{"role", "user"}, {"content", words(cl.rng, n_words)}}}), {}});
+            return cl.convs.back();
         }
-        return convs[rng() % convs.size()];
+        return cl.convs[cl.rng() % cl.convs.size()];
     };
-    // Warm-up: the vocabulary's fetch (index mode), connections, the first conversations.
-    for (int i = 0; i < std::max(4, conversations / 4); ++i)
-        if (!send(pick(), nullptr, nullptr, nullptr)) return 1;
+    // Warm-up, one request at a time: the vocabulary's fetch (index mode), connections, the first conversations.
+    for (int i = 0; i < std::max(4, conversations / 4); ++i) {
+        auto & cl = cs[static_cast<size_t>(i % clients)];
+        if (!send(cl, pick(cl), false)) return 1;
+    }
     if (go.use_index && !wait_for([&] { return g.vocabs.to_json().value(model, json::object()).value("state", "") == "ready"; }, std::chrono::seconds(60))) {
         std::cerr << "the vocabulary did not load: " << g.vocabs.to_json().dump() << "\n";
         return 1;
@@ -229,16 +257,31 @@ int main(int argc, char ** argv) {
 
     const double lookups0 = metric_sum(g, "rustycage_gateway_lookups_total");
     const double cpu0 = sims.lookup_cpu_seconds();
-    std::vector<double> route_us;
-    int hits = 0, resumes = 0;
     const auto t0 = clock_type::now();
-    for (int i = 0; i < requests; ++i)
-        if (!send(pick(), &route_us, &hits, &resumes)) return 1;
+    {
+        std::vector<std::jthread> threads;
+        for (int i = 0; i < clients; ++i)
+            threads.emplace_back([&, i] {
+                auto & cl = cs[static_cast<size_t>(i)];
+                const int mine = requests / clients + (i < requests % clients);
+                for (int k = 0; k < mine && !cl.failed; ++k) cl.failed = !send(cl, pick(cl), true);
+            });
+    }
+    std::vector<double> route_us, resume_us, new_us;
+    int hits = 0, resumes = 0;
+    for (const auto & cl : cs) {
+        if (cl.failed) return 1;
+        route_us.insert(route_us.end(), cl.route_us.begin(), cl.route_us.end());
+        resume_us.insert(resume_us.end(), cl.resume_us.begin(), cl.resume_us.end());
+        new_us.insert(new_us.end(), cl.new_us.begin(), cl.new_us.end());
+        hits += cl.hits;
+        resumes += cl.resumes;
+    }
     const double wall = std::chrono::duration<double>(clock_type::now() - t0).count();
     const double lookups = metric_sum(g, "rustycage_gateway_lookups_total") - lookups0;
     const double host_cpu = sims.lookup_cpu_seconds() - cpu0;
 
-    json result = {{"mode", mode}, {"api", api}, {"hosts", hosts}, {"real_hosts", n_real}, {"blocks_per_host", blocks}, {"requests", requests},
+    json result = {{"mode", mode}, {"api", api}, {"hosts", hosts}, {"clients", clients}, {"real_hosts", n_real}, {"blocks_per_host", blocks}, {"requests", requests},
                    {"route_us_p50", percentile(route_us, 0.5)}, {"route_us_p99", percentile(route_us, 0.99)},
                    {"resume_us_p50", percentile(resume_us, 0.5)}, {"resume_us_p99", percentile(resume_us, 0.99)},
                    {"new_us_p50", percentile(new_us, 0.5)}, {"new_us_p99", percentile(new_us, 0.99)}, {"new_conversations", new_us.size()},
