@@ -28,10 +28,11 @@ struct request_prompt {
 
 // `api`: "openai" — chat `messages` (/v1/chat/completions) or a completions `prompt` (of a list, the
 // first) — "responses" — `instructions` and `input` (/v1/responses) — or "ollama" — chat `messages`
-// or a generate `prompt`, with the entry's Modelfile defaults (system prompt, template). The body is read by that route's own readers and rendered by the
-// session's render_prompts, bounded by an `n_ctx`-token context. Throws api_error 400 where that
-// route would (a malformed field, an empty prompt). A chat renders through `memo` where given (the
-// same text, kept by the conversation's shape: engine/render_memo.h).
+// or a generate `prompt`, with the entry's Modelfile defaults (system prompt, template). The body is
+// read by that route's own readers and rendered by the session's render_prompts, bounded by an
+// `n_ctx`-token context. Throws api_error 400 where that route would (a malformed field, an empty
+// prompt). A chat renders through `memo` where given (the same text, kept by the conversation's
+// shape: engine/render_memo.h).
 request_prompt read_request_prompt(const models::model_entry & entry, const llama::model & m, int n_ctx, nlohmann::ordered_json & body, const std::string & api,
                                    engine::render_memo * memo = nullptr);
 

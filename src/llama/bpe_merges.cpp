@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <string>
+
+#include "util/utf8.h"
 
 namespace rc::llama {
 
@@ -26,32 +27,6 @@ std::array<std::string, 256> byte_encoding() {
 const std::array<std::string, 256> & encoded_bytes() {
     static const auto enc = byte_encoding();
     return enc;
-}
-
-// UTF-8 that llama.cpp's split gives back byte for byte: shortest forms, no surrogates, ≤ U+10FFFF.
-bool valid_utf8(std::string_view s) {
-    for (size_t i = 0; i < s.size();) {
-        const unsigned char c = static_cast<unsigned char>(s[i]);
-        size_t n;
-        uint32_t cp;
-        if (c < 0x80) {
-            ++i;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07;
-        else return false;
-        if (i + n > s.size()) return false;
-        for (size_t k = 1; k < n; ++k) {
-            const unsigned char d = static_cast<unsigned char>(s[i + k]);
-            if ((d & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (d & 0x3F);
-        }
-        static constexpr uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += n;
-    }
-    return true;
 }
 
 uint64_t pair_key(int32_t left, int32_t right) { return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right); }
@@ -127,7 +102,8 @@ const bpe_merges::pair_slot * bpe_merges::find_pair(int32_t left, int32_t right)
 }
 
 bool bpe_merges::tokenize(std::string_view text, std::vector<llama_token> & out) const {
-    if (!valid_utf8(text) || text.size() > INT32_MAX) return false;
+    // Valid UTF-8 is what llama.cpp's split gives back byte for byte.
+    if (!utf8::is_valid(text) || text.size() > INT32_MAX) return false;
     std::vector<int32_t> words(text.size() + 1);  // a word has a byte at least
     const int32_t n = llama_vocab_bpe_words(vocab_, text.data(), static_cast<int32_t>(text.size()), words.data(), static_cast<int32_t>(words.size()));
     if (n < 0) return false;

@@ -18,7 +18,9 @@
 
 namespace {
 
+using rc::test::holds_special;
 using rc::test::load_tree_vocab;
+using rc::test::special_texts;
 
 std::string random_text(std::mt19937 & rng) {
     static const std::vector<std::string> parts = {
@@ -32,22 +34,6 @@ std::string random_text(std::mt19937 & rng) {
     const int n = std::uniform_int_distribution<int>(1, 60)(rng);
     for (int i = 0; i < n; ++i) t += parts[std::uniform_int_distribution<size_t>(0, parts.size() - 1)(rng)];
     return t;
-}
-
-// The texts llama.cpp's partition claims from raw text (control tokens are left as text without
-// parse_special, but they are skipped too: the comparison is of raw fragments).
-std::vector<std::string> special_texts(const llama_vocab * v) {
-    std::vector<std::string> out;
-    for (llama_token id = 0; id < llama_vocab_n_tokens(v); ++id)
-        if (llama_vocab_get_attr(v, id) & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED | LLAMA_TOKEN_ATTR_UNKNOWN))
-            out.push_back(llama_vocab_get_text(v, id));
-    return out;
-}
-
-bool holds_special(const std::vector<std::string> & specials, const std::string & text) {
-    for (const auto & s : specials)
-        if (text.find(s) != std::string::npos) return true;
-    return false;
 }
 
 class bpe_vocab : public ::testing::TestWithParam<std::string> {};

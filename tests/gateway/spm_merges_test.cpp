@@ -30,14 +30,6 @@ std::string random_text(std::mt19937 & rng) {
     return t;
 }
 
-bool holds_special(const llama_vocab * v, const std::string & text) {
-    for (llama_token id = 0; id < llama_vocab_n_tokens(v); ++id)
-        if ((llama_vocab_get_attr(v, id) & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED | LLAMA_TOKEN_ATTR_UNKNOWN)) &&
-            text.find(llama_vocab_get_text(v, id)) != std::string::npos)
-            return true;
-    return false;
-}
-
 class spm_vocab : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(spm_vocab, gives_llama_cpp_tokens_for_raw_text) {
@@ -48,11 +40,12 @@ TEST_P(spm_vocab, gives_llama_cpp_tokens_for_raw_text) {
     const auto a = common_tokenize(v, "a", false, false);
     const bool space_prefix = !a.empty() && std::string_view(llama_vocab_get_text(v, a.front())).starts_with("\u2581");
     const rc::llama::spm_merges merges(v, space_prefix);
+    const auto specials = rc::test::special_texts(v);
     std::mt19937 rng(20261205);
     int compared = 0, bytes_fallback = 0;
     for (int n = 0; n < 3000; ++n) {
         const std::string text = random_text(rng);
-        if (holds_special(v, text)) continue;
+        if (rc::test::holds_special(specials, text)) continue;
         const auto want = common_tokenize(v, text, false, false);
         std::vector<llama_token> got = {42};  // appended to, not replaced
         ASSERT_TRUE(merges.tokenize(text, got)) << GetParam() << " text: " << text;
