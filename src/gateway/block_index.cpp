@@ -110,6 +110,10 @@ void host_blocks::remove(short_key k, uint8_t tiers) {
     if ((s & tier_mask) == 0) --live_;  // forgotten; its slot stays until the next rehash
 }
 
+void host_blocks::prefetch(short_key k) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[home_slot(key_bits(k), slots_.size())]);
+}
+
 uint8_t host_blocks::tiers(short_key k) const {
     if (slots_.empty()) return 0;
     return static_cast<uint8_t>(slots_[slot_of(key_bits(k))] & tier_mask);
@@ -117,9 +121,36 @@ uint8_t host_blocks::tiers(short_key k) const {
 
 // ---- block_index ----
 
+block_index::host_number block_index::number_of(std::string_view host) {
+    auto it = numbers_.find(host);
+    if (it == numbers_.end()) it = numbers_.emplace(std::string(host), static_cast<host_number>(numbers_.size())).first;
+    return it->second;
+}
+
+std::vector<block_index::host_number> block_index::numbers(std::span<const std::string_view> hosts) {
+    std::unique_lock lock(mu_);
+    std::vector<host_number> out;
+    out.reserve(hosts.size());
+    for (auto h : hosts) out.push_back(number_of(h));
+    return out;
+}
+
+namespace {
+
+template <class Tables>
+auto * table_of(Tables & tables, size_t n) {
+    return n < tables.size() ? tables[n].get() : nullptr;
+}
+
+}  // namespace
+
 void block_index::add(const std::string & host, const std::string & model, uint8_t tiers, std::span<const short_key> keys) {
     std::unique_lock lock(mu_);
-    host_entry & e = models_[model][host];
+    const host_number n = number_of(host);
+    auto & tables = models_[model];
+    if (tables.size() <= n) tables.resize(n + 1);
+    if (!tables[n]) tables[n] = std::make_unique<host_entry>();
+    host_entry & e = *tables[n];
     for (short_key k : keys)
         if (!e.blocks.add(k, tiers, max_blocks_)) e.overflowed = true;
 }
@@ -127,76 +158,83 @@ void block_index::add(const std::string & host, const std::string & model, uint8
 void block_index::remove(const std::string & host, const std::string & model, uint8_t tiers, std::span<const short_key> keys) {
     std::unique_lock lock(mu_);
     auto m = models_.find(model);
-    if (m == models_.end()) return;
-    auto h = m->second.find(host);
-    if (h == m->second.end()) return;
-    for (short_key k : keys) h->second.blocks.remove(k, tiers);
+    auto n = numbers_.find(host);
+    if (m == models_.end() || n == numbers_.end()) return;
+    if (auto * e = table_of(m->second, n->second))
+        for (short_key k : keys) e->blocks.remove(k, tiers);
 }
 
 void block_index::forget(const std::string & host) {
     std::unique_lock lock(mu_);
+    auto n = numbers_.find(host);
+    if (n == numbers_.end()) return;
     for (auto m = models_.begin(); m != models_.end();) {
-        m->second.erase(host);
-        m = m->second.empty() ? models_.erase(m) : std::next(m);
+        if (n->second < m->second.size()) m->second[n->second].reset();
+        const bool empty = std::all_of(m->second.begin(), m->second.end(), [](const auto & e) { return !e; });
+        m = empty ? models_.erase(m) : std::next(m);
     }
 }
 
 void block_index::forget(const std::string & host, const std::string & model) {
     std::unique_lock lock(mu_);
     auto m = models_.find(model);
-    if (m == models_.end()) return;
-    m->second.erase(host);
-    if (m->second.empty()) models_.erase(m);
+    auto n = numbers_.find(host);
+    if (m == models_.end() || n == numbers_.end()) return;
+    if (n->second < m->second.size()) m->second[n->second].reset();
+    if (std::all_of(m->second.begin(), m->second.end(), [](const auto & e) { return !e; })) models_.erase(m);
 }
 
-std::map<std::string, held_prefix> block_index::walk(const std::string & model, std::span<const short_key> chain, int block_size) const {
-    std::map<std::string, held_prefix> out;
-    if (chain.empty()) return out;
+void block_index::walk(const std::string & model, std::span<const short_key> chain, int block_size, std::span<const host_number> hosts,
+                       std::vector<host_walk> & out) const {
+    out.assign(hosts.size(), {});
+    if (chain.empty()) return;
     std::shared_lock lock(mu_);
     auto m = models_.find(model);
-    if (m == models_.end()) return out;
-    for (const auto & [host, e] : m->second) {
-        held_prefix held;
-        for (short_key k : chain) {
-            const uint8_t t = e.blocks.tiers(k);
-            if (t == 0) break;
-            (t & tier_context ? held.context : t & tier_host ? held.host : held.disk) += block_size;
+    if (m == models_.end()) return;
+    // The hosts still holding the prompt after each block, with their tables.
+    std::vector<std::pair<size_t, const host_blocks *>> live;
+    live.reserve(hosts.size());
+    for (size_t i = 0; i < hosts.size(); ++i)
+        if (const auto * e = table_of(m->second, hosts[i])) {
+            out[i].overflowed = e->overflowed;
+            live.emplace_back(i, &e->blocks);
         }
-        if (held.tokens() > 0) out.emplace(host, held);
+    for (short_key k : chain) {
+        if (live.empty()) break;
+        for (const auto & [i, t] : live) t->prefetch(k);
+        std::erase_if(live, [&](const auto & l) {
+            const uint8_t t = l.second->tiers(k);
+            if (t == 0) return true;
+            auto & held = out[l.first].held;
+            (t & tier_context ? held.context : t & tier_host ? held.host : held.disk) += block_size;
+            return false;
+        });
     }
-    return out;
-}
-
-std::set<std::string> block_index::overflowed(const std::string & model) const {
-    std::set<std::string> out;
-    std::shared_lock lock(mu_);
-    if (auto m = models_.find(model); m != models_.end())
-        for (const auto & [host, e] : m->second)
-            if (e.overflowed) out.insert(host);
-    return out;
 }
 
 size_t block_index::blocks() const {
     std::shared_lock lock(mu_);
     size_t n = 0;
-    for (const auto & [model, hosts] : models_)
-        for (const auto & [host, e] : hosts) n += e.blocks.size();
+    for (const auto & [model, tables] : models_)
+        for (const auto & e : tables) n += e ? e->blocks.size() : 0;
     return n;
 }
 
 size_t block_index::blocks(const std::string & host) const {
     std::shared_lock lock(mu_);
+    auto h = numbers_.find(host);
+    if (h == numbers_.end()) return 0;
     size_t n = 0;
-    for (const auto & [model, hosts] : models_)
-        if (auto h = hosts.find(host); h != hosts.end()) n += h->second.blocks.size();
+    for (const auto & [model, tables] : models_)
+        if (const auto * e = table_of(tables, h->second)) n += e->blocks.size();
     return n;
 }
 
 size_t block_index::bytes() const {
     std::shared_lock lock(mu_);
     size_t n = 0;
-    for (const auto & [model, hosts] : models_)
-        for (const auto & [host, e] : hosts) n += e.blocks.bytes();
+    for (const auto & [model, tables] : models_)
+        for (const auto & e : tables) n += e ? e->blocks.bytes() : 0;
     return n;
 }
 

@@ -13,12 +13,17 @@
 // holds at most `max_blocks` blocks: beyond that the host is marked overflowed and the router asks
 // it (POST /v1/kv/lookup) instead of trusting an index that is missing blocks. Thread-safe: walks
 // share a lock, updates take it alone.
+//
+// A walk costs about one memory latency per chain block, whatever the number of hosts: it goes
+// breadth-first (a chain block at a time, over the hosts still holding the prompt) and prefetches
+// that round's slot of every host before reading any, so 64 hosts' cache misses overlap.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <shared_mutex>
 #include <span>
-#include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -43,6 +48,7 @@ class host_blocks {
     // Takes `tiers` from the block's tiers; a block left in none is forgotten.
     void remove(short_key k, uint8_t tiers);
     uint8_t tiers(short_key k) const;  // 0: not held
+    void prefetch(short_key k) const;  // brings the block's home slot toward the cache (a walk's next read)
     size_t size() const { return live_; }
     size_t bytes() const { return slots_.capacity() * sizeof(uint64_t); }
 
@@ -60,6 +66,12 @@ struct held_prefix {
     int tokens() const { return context + host + disk; }
 };
 
+// One host's part of a walk.
+struct host_walk {
+    held_prefix held;
+    bool overflowed = false;  // its table refused blocks: the index cannot answer for it
+};
+
 class block_index {
   public:
     explicit block_index(size_t max_blocks = size_t{1} << 21) : max_blocks_(max_blocks) {}
@@ -71,11 +83,14 @@ class block_index {
     void forget(const std::string & host);
     void forget(const std::string & host, const std::string & model);  // that model unloaded there
 
-    // Every host holding the chain's first block, with what it holds of the prompt. `chain`: the
-    // prompt's full-block keys, in order; each block is `block_size` tokens.
-    std::map<std::string, held_prefix> walk(const std::string & model, std::span<const short_key> chain, int block_size) const;
-    // The hosts whose index of `model` refused blocks (the router asks those hosts instead).
-    std::set<std::string> overflowed(const std::string & model) const;
+    // The numbers walk() knows `hosts` by (a host keeps its number for the index's lifetime, so a
+    // caller resolves its hosts' names once, not per walk).
+    using host_number = uint32_t;
+    std::vector<host_number> numbers(std::span<const std::string_view> hosts);
+    // What each of `hosts` holds of the prompt (`out`, parallel to `hosts`). `chain`: the prompt's
+    // full-block keys, in order; each block is `block_size` tokens.
+    void walk(const std::string & model, std::span<const short_key> chain, int block_size, std::span<const host_number> hosts,
+              std::vector<host_walk> & out) const;
 
     size_t blocks() const;  // held, summed over hosts and models
     size_t blocks(const std::string & host) const;  // held by one host, over its models
@@ -86,9 +101,12 @@ class block_index {
         host_blocks blocks;
         bool overflowed = false;
     };
+    host_number number_of(std::string_view host);  // under the unique lock: the host's number, given the first time
     size_t max_blocks_;
     mutable std::shared_mutex mu_;
-    std::unordered_map<std::string, std::unordered_map<std::string, host_entry>> models_;  // model → host → blocks
+    std::map<std::string, host_number, std::less<>> numbers_;  // never forgotten (a fleet's hosts, bounded by its size)
+    // model → its tables by host number (null: none)
+    std::unordered_map<std::string, std::vector<std::unique_ptr<host_entry>>> models_;
 };
 
 }  // namespace rc::gateway

@@ -14,6 +14,7 @@
 #include "gateway/model_vocabs.h"
 #include "gateway/prefix_index.h"
 #include "gateway/route_planner.h"
+#include "gateway/route_view.h"
 
 namespace rc::gateway {
 using namespace rc::http;  // written against the HTTP shell (src/http)
@@ -43,6 +44,7 @@ struct gateway_context {
         : opts(std::move(o)), hosts(h), metrics(m), kv_feed(blocks, kv_feed_options{opts.host_api_key, std::chrono::milliseconds(3000), std::chrono::milliseconds(1000),
                                                                        [&h](const std::string & id, int busy, int slots) { h.note_load(id, busy, slots); },
                                                                        [this](const std::string & id) { index.forget(id); }}),
+          views(h, kv_feed, blocks),
           vocabs([key = opts.host_api_key](const std::string & url, const std::string & model) { return fetch_vocab(url, model, key); }) {}
 
     gateway_options opts;
@@ -51,6 +53,7 @@ struct gateway_context {
     prefix_index index;
     block_index blocks;      // which host holds which KV block, from the hosts' KV events
     kv_event_feed kv_feed;   // keeps `blocks` fed (one stream per routable host)
+    route_views views;       // each model's candidates with their stream and block-table numbers
     model_vocabs vocabs;     // each model's vocabulary: the gateway computes prompts' block keys itself
     std::atomic<uint64_t> turn{0};  // round-robin position
     std::chrono::system_clock::time_point started = std::chrono::system_clock::now();

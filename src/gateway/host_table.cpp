@@ -44,6 +44,7 @@ status host_table::refresh() {
     auto health = etcd_.get_prefix(keys_.health());
     if (!health.ok()) return health.err();
     std::lock_guard lock(mu_);
+    changed();
     // Keep what only the gateway knows (in flight, ejections, reported load); replace what etcd says.
     for (auto & [id, e] : hosts_) {
         lapse(e);  // a host still registered gets its record back below
@@ -57,6 +58,7 @@ status host_table::refresh() {
 }
 
 void host_table::apply(const fleet::etcd_kv & kv, bool deleted) {
+    changed();
     if (kv.key.starts_with(keys_.hosts())) {
         const std::string id = fleet::fleet_keys::tail(kv.key, keys_.hosts());
         if (id.empty()) return;
@@ -163,6 +165,7 @@ void host_table::probe_lapsed(std::chrono::milliseconds timeout) {
         if (it == hosts_.end() || it->second.record || !it->second.lapsed || it->second.lapsed->openai_url != url) continue;
         if (answers) it->second.lapsed_checked = true;
         else it->second.lapsed.reset();  // down: a later registration brings it back
+        changed();
     }
 }
 
@@ -192,24 +195,56 @@ host_view host_table::view(const std::string & id, const entry & e, steady::time
     } else {
         v.state = fleet::derive_host_state(e.record, obs, v.why);
     }
-    v.inflight = e.inflight;
-    v.slots = e.slots;
     if (rec) {
         v.url = rec->openai_url;
         for (const auto & m : rec->models)
             if (m.status == "ready") v.models.push_back(m);
-        if (rec->load.known) {
-            v.reported_busy = static_cast<int>(rec->load.running + rec->load.queued);
-            v.others_busy = std::max(0, v.reported_busy - e.record_own);
-        }
+        if (rec->load.known) v.reported_busy = static_cast<int>(rec->load.running + rec->load.queued);
     }
-    if (e.lookup_busy >= 0 && now - e.lookup_at < lookup_load_fresh_for) {
-        v.reported_busy = e.lookup_busy;
-        v.others_busy = std::max(0, e.lookup_busy - e.lookup_own);
-    }
+    if (e.lookup_busy >= 0 && now - e.lookup_at < lookup_load_fresh_for) v.reported_busy = e.lookup_busy;
+    const auto load = load_of(e, now);
+    v.inflight = load.inflight;
+    v.others_busy = load.others_busy;
+    v.slots = load.slots;
     const bool same_server = rec && rec->server.pid == e.ejected_pid && rec->openai_url == e.ejected_url;
     v.ejected = now < e.ejected_until && same_server;
     return v;
+}
+
+host_load host_table::load_of(const entry & e, steady::time_point now) {
+    host_load l;
+    l.inflight = e.inflight;
+    l.slots = e.slots;
+    const auto & rec = e.record ? e.record : e.lapsed;
+    if (rec && rec->load.known) l.others_busy = std::max(0, static_cast<int>(rec->load.running + rec->load.queued) - e.record_own);
+    if (e.lookup_busy >= 0 && now - e.lookup_at < lookup_load_fresh_for) l.others_busy = std::max(0, e.lookup_busy - e.lookup_own);
+    return l;
+}
+
+std::shared_ptr<const host_table::candidate_set> host_table::routable(const std::string & model) const {
+    std::lock_guard lock(mu_);
+    const auto now = steady::now();
+    if (auto it = routable_.find(model); it != routable_.end() && now < it->second.until) return it->second.set;
+    auto set = std::make_shared<candidate_set>();
+    auto until = steady::time_point::max();
+    for (const auto & [id, e] : hosts_) {
+        auto v = view(id, e, now);
+        if (v.ejected) until = std::min(until, e.ejected_until);
+        if (!v.routable() || !(model.empty() || v.serves(model))) continue;
+        set->loaded.push_back(model.empty() || v.model_loaded(model));
+        set->entries.push_back(&e);
+        set->hosts.push_back(std::move(v));
+    }
+    if (routable_.size() >= 64) routable_.clear();  // the names clients send are theirs: keep a few
+    routable_[model] = {set, until};
+    return set;
+}
+
+void host_table::loads(const candidate_set & set, std::vector<host_load> & out) const {
+    out.resize(set.entries.size());
+    std::lock_guard lock(mu_);
+    const auto now = steady::now();
+    for (size_t i = 0; i < set.entries.size(); ++i) out[i] = load_of(*set.entries[i], now);
 }
 
 std::vector<host_view> host_table::hosts() const {
@@ -245,6 +280,7 @@ std::shared_ptr<void> host_table::begin(const std::string & id) {
 
 void host_table::eject(const std::string & id) {
     std::lock_guard lock(mu_);
+    changed();
     auto & e = hosts_[id];
     e.ejected_until = steady::now() + eject_for_;
     const auto & rec = e.record ? e.record : e.lapsed;

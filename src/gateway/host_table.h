@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,15 @@ struct host_view {
     int busy() const { return inflight + others_busy; }
 };
 
+// The load of one host as a request sees it now (the load fields of host_view, without the rest).
+struct host_load {
+    int inflight = 0, others_busy = 0, slots = 4;
+    int busy() const { return inflight + others_busy; }  // as host_view::busy()
+};
+
 class host_table {
+    struct entry;  // one host's record and what the gateway counts of it (below)
+
   public:
     host_table(fleet::etcd_client & etcd, fleet::fleet_keys keys, std::chrono::milliseconds eject_for = std::chrono::seconds(10));
 
@@ -74,6 +83,17 @@ class host_table {
     bool synced() const;  // a read of etcd succeeded at least once
     std::vector<host_view> hosts() const;  // by id, down ones included
     std::optional<host_view> host(const std::string & id) const;
+    // The routable hosts serving `model` (every routable host for ""), by id: built once per change
+    // of the table and shared by the requests until the next, so a routed request copies no host.
+    // Their load fields are as of the build; loads() says what they are now.
+    struct candidate_set {
+        std::vector<host_view> hosts;
+        std::vector<char> loaded;  // parallel: the model is loaded there (host_view::model_loaded; true for "")
+        std::vector<const entry *> entries;  // parallel, for loads() (a table's entries live as long as it)
+    };
+    std::shared_ptr<const candidate_set> routable(const std::string & model) const;
+    // Each candidate's load now (`out` parallel to its hosts), under one lock.
+    void loads(const candidate_set & set, std::vector<host_load> & out) const;
     // The state of `id` right now ("down" for an unknown host), for in-flight requests to check.
     std::string state_of(const std::string & id) const;
 
@@ -105,6 +125,13 @@ class host_table {
     void apply(const fleet::etcd_kv & kv, bool deleted);
     static void lapse(entry & e);
     host_view view(const std::string & id, const entry & e, steady::time_point now) const;
+    static host_load load_of(const entry & e, steady::time_point now);
+    void changed() { routable_.clear(); }  // under mu_: a record, state or ejection changed
+
+    struct routable_set {
+        std::shared_ptr<const candidate_set> set;
+        steady::time_point until;  // the first ejection among the table's hosts to end: rebuilt then
+    };
 
     fleet::etcd_client & etcd_;
     fleet::fleet_keys keys_;
@@ -113,6 +140,7 @@ class host_table {
     std::map<std::string, entry> hosts_;
     bool synced_ = false;
     int64_t revision_ = 0;
+    mutable std::map<std::string, routable_set> routable_;  // by the model a request named; bounded (routable())
 };
 
 }  // namespace rc::gateway

@@ -162,7 +162,7 @@ void kv_event_feed::follow(const std::vector<host_view> & hosts) {
             if (it != streams_.end() && it->second->url == h.url) continue;
             if (it != streams_.end()) {
                 ending.push_back(it->second);
-                streams_.erase(it);
+                set_stream(h.id, nullptr);
             }
             starting.push_back(&h);
         }
@@ -172,6 +172,7 @@ void kv_event_feed::follow(const std::vector<host_view> & hosts) {
                 continue;
             }
             ending.push_back(it->second);
+            by_number_[number_of(it->first)] = nullptr;
             it = streams_.erase(it);
         }
     }
@@ -181,7 +182,7 @@ void kv_event_feed::follow(const std::vector<host_view> & hosts) {
         s->host = h->id;
         s->url = h->url;
         std::lock_guard lock(mu_);
-        streams_[h->id] = s;
+        set_stream(h->id, s);
         s->thread = std::thread([this, s] { run(s); });
     }
 }
@@ -191,6 +192,7 @@ void kv_event_feed::stop() {
     {
         std::lock_guard lock(mu_);
         all.swap(streams_);
+        by_number_.assign(by_number_.size(), nullptr);
     }
     for (auto & [id, s] : all) end(s);
 }
@@ -201,18 +203,37 @@ bool kv_event_feed::trusted(const std::string & host) const {
     return it != streams_.end() && it->second->connected && steady::now() - it->second->heard < opts_.stall_after;
 }
 
-std::unordered_map<std::string, kv_event_feed::trusted_keys> kv_event_feed::trusted_for(const std::string & model) const {
-    std::unordered_map<std::string, trusted_keys> out;
+kv_event_feed::host_number kv_event_feed::number_of(const std::string & host) {
+    auto it = numbers_.try_emplace(host, static_cast<host_number>(numbers_.size())).first;
+    if (by_number_.size() <= it->second) by_number_.resize(it->second + 1);
+    return it->second;
+}
+
+void kv_event_feed::set_stream(const std::string & host, std::shared_ptr<stream_state> s) {
+    by_number_[number_of(host)] = s;
+    if (s) streams_[host] = std::move(s);
+    else streams_.erase(host);
+}
+
+std::vector<kv_event_feed::host_number> kv_event_feed::numbers(std::span<const host_view> hosts) {
     std::lock_guard lock(mu_);
-    out.reserve(streams_.size());
-    const auto now = steady::now();
-    for (const auto & [host, s] : streams_) {
-        if (!s->connected || now - s->heard >= opts_.stall_after) continue;
-        auto & t = out[host];
-        for (const auto & [id, src] : s->sources)
-            if (src.model == model) t.keys = src.keys;
-    }
+    std::vector<host_number> out;
+    out.reserve(hosts.size());
+    for (const auto & h : hosts) out.push_back(number_of(h.id));
     return out;
+}
+
+void kv_event_feed::keys_for(const std::string & model, std::span<const host_number> hosts, std::vector<host_keys> & out) const {
+    out.assign(hosts.size(), {});
+    std::lock_guard lock(mu_);
+    const auto now = steady::now();
+    for (size_t i = 0; i < hosts.size(); ++i) {
+        const stream_state * s = hosts[i] < by_number_.size() ? by_number_[hosts[i]].get() : nullptr;
+        if (!s || !s->connected || now - s->heard >= opts_.stall_after) continue;
+        out[i].trusted = true;
+        for (const auto & [id, src] : s->sources)
+            if (src.model == model) out[i].keys = src.keys;
+    }
 }
 
 nlohmann::ordered_json kv_event_feed::to_json() const {

@@ -23,9 +23,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -64,12 +64,16 @@ class kv_event_feed {
     void stop();
 
     bool trusted(const std::string & host) const;
-    // Every trusted host at once (one lock: a routed request reads 64 hosts) with what it said of
-    // `model`'s keys; `keys` unset where its stream has no source for the model.
-    struct trusted_keys {
-        std::shared_ptr<const model_keys> keys;  // shared with the stream: a request copies no identity
+    // What the streams of `hosts` say of `model`'s keys, under one lock (`out` parallel to `hosts`).
+    struct host_keys {
+        bool trusted = false;
+        std::shared_ptr<const model_keys> keys;  // shared with the stream: a request copies no identity; unset where it has no source for the model
     };
-    std::unordered_map<std::string, trusted_keys> trusted_for(const std::string & model) const;
+    // The numbers keys_for() knows `hosts` by (a host keeps its number for the feed's lifetime, so a
+    // caller resolves its hosts' names once, not per request).
+    using host_number = uint32_t;
+    std::vector<host_number> numbers(std::span<const host_view> hosts);
+    void keys_for(const std::string & model, std::span<const host_number> hosts, std::vector<host_keys> & out) const;
     // Per host: connected, trusted, epoch, seq, snapshots, events, the last event's age.
     nlohmann::ordered_json to_json() const;
 
@@ -94,11 +98,15 @@ class kv_event_feed {
     void apply(stream_state & s, const std::string & event, const nlohmann::json & data);
     void apply_source(stream_state & s, const nlohmann::json & src);
     void end(std::shared_ptr<stream_state> s);
+    void set_stream(const std::string & host, std::shared_ptr<stream_state> s);  // under mu_: streams_ and by_number_ together
+    host_number number_of(const std::string & host);                           // under mu_
 
     block_index & index_;
     kv_feed_options opts_;
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<stream_state>> streams_;  // by host id
+    std::map<std::string, host_number> numbers_;                    // never forgotten (a fleet's hosts)
+    std::vector<std::shared_ptr<stream_state>> by_number_;          // streams_ by host number (null: none)
     std::map<std::string, std::string> epochs_;                     // by host id: the last epoch its snapshot said
 };
 

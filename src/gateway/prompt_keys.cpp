@@ -36,9 +36,11 @@ kv_answer answer_of(held_prefix held, int prompt_tokens) {
 
 }  // namespace
 
-indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::ordered_json & body, const std::vector<host_view> & candidates,
-                                 const kv_event_feed & feed, const block_index & index) {
+indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::ordered_json & body, const route_view & view, const kv_event_feed & feed,
+                                 const block_index & index) {
+    const auto candidates = view.hosts();
     indexed_prompt out;
+    out.answers.resize(candidates.size());
     api::request_prompt prompt;
     try {
         nlohmann::ordered_json copy = body;  // the readers take fields out of it
@@ -48,41 +50,39 @@ indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::orde
     } catch (const std::exception & e) {
         // A body the hosts would refuse: they say why (the lookup or the forwarded request gets the 400).
         rc::log::debug("gateway", "prompt_not_rendered", {{"model", vocab.entry.name}, {"error", e.what()}});
-    }
-    if (!out.rendered) {
-        for (const auto & h : candidates) out.ask.push_back(h.id);
         return out;
     }
     out.prompt_tokens = static_cast<int>(prompt.tokens.size());
     const std::span<const int32_t> tokens(prompt.tokens.data(), prompt.tokens.size());
-    // One chain per (identity, block size), walked once over every host (a fleet has one or two).
-    std::vector<std::pair<const model_keys *, std::map<std::string, held_prefix>>> walks;
-    const auto trusted = feed.trusted_for(vocab.entry.name);
-    const auto overflowed = index.overflowed(vocab.entry.name);
-    for (const auto & h : candidates) {
-        const auto t = trusted.find(h.id);
-        const model_keys * keys = t == trusted.end() ? nullptr : t->second.keys.get();
-        if (!keys) {
+    std::vector<kv_event_feed::host_keys> keys;
+    feed.keys_for(vocab.entry.name, view.feed_numbers, keys);
+    // The candidates by KV identity (a fleet has one or two): one chain and one walk for each.
+    struct identity_group {
+        const model_keys * keys;
+        std::vector<size_t> members;
+    };
+    std::vector<identity_group> groups;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        const model_keys * k = keys[i].keys.get();
+        if (!k) {
             // A trusted stream without the model: not loaded there (its load would announce it).
-            if (t != trusted.end() && !h.model_loaded(vocab.entry.name)) out.answers[h.id] = {false, out.prompt_tokens, 0, 0, 0};
-            else out.ask.push_back(h.id);
+            if (keys[i].trusted && !view.candidates->loaded[i]) out.answers[i] = kv_answer{false, out.prompt_tokens, 0, 0, 0};
             continue;
         }
-        if (overflowed.contains(h.id)) {
-            out.ask.push_back(h.id);
-            continue;
-        }
-        auto walked = std::find_if(walks.begin(), walks.end(), [&](const auto & w) {
-            return w.first->block_size == keys->block_size && w.first->identity == keys->identity;
-        });
-        if (walked == walks.end()) {
-            const auto chain = prompt_chain(keys->identity, keys->block_size, prompt.cache_salt, tokens);
-            ++out.chains;
-            walks.emplace_back(keys, index.walk(vocab.entry.name, chain, keys->block_size));
-            walked = walks.end() - 1;
-        }
-        auto held = walked->second.find(h.id);
-        out.answers[h.id] = answer_of(held == walked->second.end() ? held_prefix{} : held->second, out.prompt_tokens);
+        auto g = std::find_if(groups.begin(), groups.end(), [&](const auto & x) { return x.keys->block_size == k->block_size && x.keys->identity == k->identity; });
+        if (g == groups.end()) g = groups.insert(groups.end(), {k, {}});
+        g->members.push_back(i);
+    }
+    std::vector<block_index::host_number> numbers;
+    std::vector<host_walk> walks;
+    for (const auto & g : groups) {
+        const auto chain = prompt_chain(g.keys->identity, g.keys->block_size, prompt.cache_salt, tokens);
+        ++out.chains;
+        numbers.clear();
+        for (size_t i : g.members) numbers.push_back(view.index_numbers[i]);
+        index.walk(vocab.entry.name, chain, g.keys->block_size, numbers, walks);
+        for (size_t j = 0; j < g.members.size(); ++j)
+            if (!walks[j].overflowed) out.answers[g.members[j]] = answer_of(walks[j].held, out.prompt_tokens);
     }
     return out;
 }

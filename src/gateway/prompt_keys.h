@@ -11,7 +11,7 @@
 //      engine writes each full block below as soon as it fills).
 // A host is answered from the index only while its event stream is trusted, it announced the
 // model and its index did not overflow; the other candidates are left for a lookup.
-#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,19 +19,18 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/block_index.h"
-#include "gateway/host_table.h"
 #include "gateway/kv_event_feed.h"
 #include "gateway/model_vocabs.h"
 #include "gateway/route_planner.h"
+#include "gateway/route_view.h"
 
 namespace rc::gateway {
 
 struct indexed_prompt {
-    bool rendered = false;                     // false: the body did not render (every candidate is left to ask)
+    bool rendered = false;  // false: the body did not render (every candidate is left to ask)
     int prompt_tokens = 0;
-    std::map<std::string, kv_answer> answers;  // by host id, the hosts the index answered for
-    std::vector<std::string> ask;              // the candidates left for a lookup
-    int chains = 0;                            // key chains computed (one per KV identity)
+    std::vector<std::optional<kv_answer>> answers;  // parallel to the candidates; unset: left for a lookup
+    int chains = 0;                                 // key chains computed (one per KV identity)
 };
 
 // The index keys (short_key) of the full blocks of `tokens` on hosts of KV identity `identity_hex`
@@ -40,7 +39,8 @@ struct indexed_prompt {
 std::vector<short_key> prompt_chain(const std::string & identity_hex, int block_size, const std::string & cache_salt, std::span<const int32_t> tokens);
 
 // `body` is the lookup body (request_shape::lookup_body: the client's fields and "api").
-indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::ordered_json & body, const std::vector<host_view> & candidates,
-                                 const kv_event_feed & feed, const block_index & index);
+// Answers for `view`'s candidates (indexed_prompt::answers parallel to view.hosts()).
+indexed_prompt answer_from_index(const model_vocab & vocab, const nlohmann::ordered_json & body, const route_view & view, const kv_event_feed & feed,
+                                 const block_index & index);
 
 }  // namespace rc::gateway

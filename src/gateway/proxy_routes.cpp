@@ -1,7 +1,7 @@
 #include "gateway/proxy_routes.h"
 
-#include <map>
-#include <set>
+#include <algorithm>
+#include <span>
 
 #include "http/api_error.h"
 #include "http/json_fields.h"
@@ -34,15 +34,24 @@ std::string path_with_query(const http::http_request & req) {
     return out;
 }
 
-// Everything one request's routing decided.
+// Where a candidate's cache answer came from.
+enum class answer_source : uint8_t { none, index, lookup };
+
+// Everything one request's routing decided. The vectors are parallel to the candidates.
 struct routing {
-    std::vector<host_view> candidates;  // routable hosts that serve the model
+    std::shared_ptr<const route_view> view;  // the routable hosts that serve the model
+    std::span<const host_view> candidates() const { return view->hosts(); }
     route_plan plan;
-    std::map<std::string, lookup_reply> lookups;
+    std::vector<lookup_reply> lookups;
+    std::vector<answer_source> sources;
     std::vector<route_candidate> inputs;
-    std::vector<uint64_t> chain;        // the prompt's prefix keys
-    std::set<std::string> from_index;   // hosts whose answer in `lookups` the block index gave (none asked)
-    std::string how = "none";           // index | lookup | mixed | none: where the cache inputs came from
+    std::vector<uint64_t> chain;  // the prompt's prefix keys
+    std::string how = "none";     // index | lookup | mixed | none: where the cache inputs came from
+    // The candidate of that id (plan.order names them).
+    size_t position(const std::string & id) const {
+        const auto c = candidates();
+        return static_cast<size_t>(std::find_if(c.begin(), c.end(), [&](const auto & h) { return h.id == id; }) - c.begin());
+    }
 };
 
 // The answer when no host can take the request: 404 for a model no host has, 503 while the hosts
@@ -60,14 +69,16 @@ http::http_response no_host(gateway_context & g, const request_shape & shape, co
     return error(path, 503, "no host that serves '" + shape.model + "' is up: " + holders);
 }
 
-// POST /v1/kv/lookup to each of `hosts` in parallel, waiting at most `timeout`; the answers into r.lookups.
-void ask_hosts(gateway_context & g, const request_shape & shape, const http::http_request & req, const std::vector<host_view> & hosts,
+// POST /v1/kv/lookup to the candidates `ask` (positions) in parallel, waiting at most `timeout`; the
+// answers into r.lookups.
+void ask_hosts(gateway_context & g, const request_shape & shape, const http::http_request & req, const std::vector<size_t> & ask,
                std::chrono::milliseconds timeout, routing & r) {
     auto body = shape.lookup_body;
     body["timeout_ms"] = std::max<int64_t>(1, timeout.count());
     const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::vector<http::client_request> calls;
-    for (const auto & h : hosts) {
+    for (size_t i : ask) {
+        const auto & h = r.candidates()[i];
         http::client_request c;
         c.method = "POST";
         c.url = h.url + "/v1/kv/lookup";
@@ -82,60 +93,69 @@ void ask_hosts(gateway_context & g, const request_shape & shape, const http::htt
     auto replies = parallel_calls(calls);
     g.metrics.lookup_time(std::chrono::duration<double>(clock::now() - t0).count());
     for (size_t i = 0; i < replies.size(); ++i) {
-        const auto & id = hosts[i].id;
+        const auto & id = r.candidates()[ask[i]].id;
         auto reply = parse_lookup_reply(replies[i]);
         g.metrics.lookup(id, reply.answer.has_value());
         if (reply.busy >= 0) g.hosts.note_load(id, reply.busy, reply.slots);
-        r.lookups[id] = std::move(reply);
+        r.lookups[ask[i]] = std::move(reply);
+        r.sources[ask[i]] = answer_source::lookup;
     }
 }
 
 // Where the gateway fetches a model's vocabulary: a candidate that has it loaded (its stream
 // announced it), else the first.
-std::string vocab_source(const gateway_context & g, const std::string & model, const std::vector<host_view> & candidates) {
-    for (const auto & h : candidates)
-        if (g.kv_feed.trusted(h.id) && h.model_loaded(model)) return h.url;
-    return candidates.front().url;
+std::string vocab_source(const gateway_context & g, const route_view & view) {
+    const auto hosts = view.hosts();
+    for (size_t i = 0; i < hosts.size(); ++i)
+        if (view.candidates->loaded[i] && g.kv_feed.trusted(hosts[i].id)) return hosts[i].url;
+    return hosts.front().url;
 }
 
 routing plan_request(gateway_context & g, const request_shape & shape, const http::http_request & req) {
     routing r;
-    for (auto & h : g.hosts.hosts())
-        if (h.routable() && (shape.model.empty() || h.serves(shape.model))) r.candidates.push_back(std::move(h));
-    if (r.candidates.empty()) return r;
+    r.view = g.views.get(shape.model);
+    const auto candidates = r.candidates();
+    if (candidates.empty()) return r;
+    r.lookups.resize(candidates.size());
+    r.sources.assign(candidates.size(), answer_source::none);
     r.chain = prefix_chain(shape.canonical);
     const auto affinity = g.index.affinity(r.chain, shape.canonical.size());
 
-    if (g.opts.policy == route_policy::cache && shape.lookup && r.candidates.size() > 1) {
+    if (g.opts.policy == route_policy::cache && shape.lookup && candidates.size() > 1) {
         const auto t0 = clock::now();
-        if (auto vocab = g.opts.use_index ? g.vocabs.get(shape.model, vocab_source(g, shape.model, r.candidates)) : nullptr) {
-            auto known = answer_from_index(*vocab, shape.lookup_body, r.candidates, g.kv_feed, g.blocks);
-            for (auto & [id, answer] : known.answers) {
-                r.lookups[id].answer = answer;
-                r.from_index.insert(id);
-            }
+        if (auto vocab = g.opts.use_index ? g.vocabs.get(shape.model, vocab_source(g, *r.view)) : nullptr) {
+            auto known = answer_from_index(*vocab, shape.lookup_body, *r.view, g.kv_feed, g.blocks);
+            for (size_t i = 0; i < known.answers.size(); ++i)
+                if (known.answers[i]) {
+                    r.lookups[i].answer = known.answers[i];
+                    r.sources[i] = answer_source::index;
+                }
         }
-        std::vector<host_view> ask;  // the hosts the index could not answer for
-        for (const auto & h : r.candidates)
-            if (!r.from_index.contains(h.id)) ask.push_back(h);
+        std::vector<size_t> ask;  // the candidates the index could not answer for
+        for (size_t i = 0; i < candidates.size(); ++i)
+            if (r.sources[i] != answer_source::index) ask.push_back(i);
         if (!ask.empty()) ask_hosts(g, shape, req, ask, affinity.empty() ? g.opts.lookup_grace : g.opts.lookup_timeout, r);
-        r.how = ask.empty() ? "index" : r.from_index.empty() ? "lookup" : "mixed";
+        r.how = ask.empty() ? "index" : ask.size() == candidates.size() ? "lookup" : "mixed";
         g.metrics.route_time(r.how, std::chrono::duration<double>(clock::now() - t0).count());
     }
-    for (const auto & h : r.candidates) {
-        route_candidate c;
+    std::vector<host_load> loads;
+    g.hosts.loads(*r.view->candidates, loads);
+    r.inputs.resize(candidates.size());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        const auto & h = candidates[i];
+        auto & c = r.inputs[i];
         c.id = h.id;
-        c.busy = h.busy();
-        c.slots = h.slots;
-        c.model_loaded = shape.model.empty() || h.model_loaded(shape.model);
-        if (auto it = r.lookups.find(h.id); it != r.lookups.end()) {
-            c.lookup = it->second.answer;
-            if (it->second.busy >= 0) c.busy = std::max(h.inflight, it->second.busy);
-            if (it->second.slots > 0) c.slots = it->second.slots;
+        c.busy = loads[i].busy();
+        c.slots = loads[i].slots;
+        c.model_loaded = r.view->candidates->loaded[i];
+        if (r.sources[i] != answer_source::none) {
+            const auto & l = r.lookups[i];
+            c.lookup = l.answer;
+            if (l.busy >= 0) c.busy = std::max(loads[i].inflight, l.busy);
+            if (l.slots > 0) c.slots = l.slots;
         }
         if (auto a = affinity.find(h.id); a != affinity.end()) c.affinity = a->second;
         c.held = g.index.held(h.id);
-        r.inputs.push_back(c);
     }
     const uint64_t turn = g.turn.fetch_add(1);
     const uint64_t spread = shape.canonical.empty() ? turn : fnv1a(shape.canonical.substr(0, 1024));
@@ -168,18 +188,17 @@ http::http_response forward(gateway_context & g, const http::http_request & req)
     auto shape = shape_request(req.method, req.path, req.body, req.query);
     if (!shape.ok()) return error(req.path, 400, shape.err().message);
     routing r = plan_request(g, shape.value(), req);
-    if (r.candidates.empty()) return no_host(g, shape.value(), req.path);
+    if (r.candidates().empty()) return no_host(g, shape.value(), req.path);
 
     std::string failures;
     const size_t attempts = std::min(r.plan.order.size(), static_cast<size_t>(std::max(1, g.opts.max_attempts)));
     for (size_t i = 0; i < attempts; ++i) {
         const std::string id = r.plan.order[i];
-        const host_view * h = nullptr;
-        for (const auto & c : r.candidates)
-            if (c.id == id) h = &c;
+        const size_t at = r.position(id);
+        const host_view * h = &r.candidates()[at];
         const std::string reason = i == 0 ? r.plan.reason : "failover";
         g.metrics.routed(id, reason);
-        if (auto it = r.lookups.find(id); i == 0 && it != r.lookups.end() && it->second.answer) g.metrics.cached_tokens(id, *it->second.answer);
+        if (const auto & a = r.lookups[at].answer; i == 0 && a) g.metrics.cached_tokens(id, *a);
         rc::log::debug("gateway", "route", {{"path", req.path}, {"model", shape->model}, {"host", id}, {"reason", reason}});
 
         const double routing_s = std::chrono::duration<double>(clock::now() - arrived).count();
@@ -246,20 +265,17 @@ http::http_response explain(gateway_context & g, const http::http_request & req)
     if (!shape.ok()) return error(req.path, 400, shape.err().message);
     if (!shape->lookup) return error(req.path, 400, api == "responses" ? "'input' is required" : "'messages' or 'prompt' is required");
     routing r = plan_request(g, shape.value(), req);
-    if (r.candidates.empty()) return no_host(g, shape.value(), req.path);
+    if (r.candidates().empty()) return no_host(g, shape.value(), req.path);
     ojson cands = ojson::array();
     for (size_t i = 0; i < r.plan.order.size(); ++i) {
-        const route_candidate * c = nullptr;
-        for (const auto & x : r.inputs)
-            if (x.id == r.plan.order[i]) c = &x;
+        const size_t at = r.position(r.plan.order[i]);
+        const route_candidate * c = &r.inputs[at];
         ojson lookup = nullptr;
-        std::string err;
-        if (auto it = r.lookups.find(c->id); it != r.lookups.end()) {
-            err = it->second.error;
-            if (const auto & a = it->second.answer)
-                lookup = {{"loaded", a->loaded}, {"prompt_tokens", a->prompt_tokens}, {"tiers", {{"context", a->context}, {"host", a->host}, {"disk", a->disk}}}};
-        }
-        const char * source = r.from_index.contains(c->id) ? "index" : r.lookups.contains(c->id) ? "lookup" : "none";
+        const std::string & err = r.lookups[at].error;
+        if (const auto & a = r.lookups[at].answer)
+            lookup = {{"loaded", a->loaded}, {"prompt_tokens", a->prompt_tokens}, {"tiers", {{"context", a->context}, {"host", a->host}, {"disk", a->disk}}}};
+        const auto src = r.sources[at];
+        const char * source = src == answer_source::index ? "index" : src == answer_source::lookup ? "lookup" : "none";
         cands.push_back({{"id", c->id}, {"score", r.plan.scores[i]}, {"cached_share", cached_share(*c, g.opts.weights)}, {"busy", c->busy},
                          {"slots", c->slots}, {"affinity", c->affinity}, {"lookup", lookup}, {"source", source}, {"error", err}});
     }

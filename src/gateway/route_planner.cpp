@@ -75,9 +75,11 @@ route_plan plan_route(route_policy policy, const std::vector<route_candidate> & 
         return plan;
     }
 
+    std::vector<uint64_t> tie(cands.size());  // the last tie-break, hashed once per host (not per comparison)
     for (size_t i = 0; i < cands.size(); ++i) {
         score[i] = -w.load * occupancy(cands[i]) - (loaded(cands[i]) ? 0.0 : w.unloaded);
         if (policy == route_policy::cache) score[i] += cached_share(cands[i], w);
+        tie[i] = rendezvous(spread, cands[i].id);
     }
     std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
         if (score[a] != score[b]) return score[a] > score[b];
@@ -86,8 +88,10 @@ route_plan plan_route(route_policy policy, const std::vector<route_candidate> & 
         // where the gateway has placed the least, so its context has room for what it will keep —
         // groups of conversations sharing a prefix spread instead of two landing on one host.
         if (policy == route_policy::cache && cands[a].held != cands[b].held) return cands[a].held < cands[b].held;
-        return rendezvous(spread, cands[a].id) > rendezvous(spread, cands[b].id);
+        return tie[a] > tie[b];
     });
+    plan.order.reserve(cands.size());
+    plan.scores.reserve(cands.size());
     for (size_t i : idx) {
         plan.order.push_back(cands[i].id);
         plan.scores.push_back(score[i]);

@@ -2,6 +2,7 @@
 // scores with, forgetting, the per-host bound, and its memory at a realistic fleet size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <random>
@@ -21,6 +22,20 @@ std::vector<short_key> keys(uint64_t seed, size_t n) {
     std::vector<short_key> out(n);
     for (auto & k : out) k = rng();
     return out;
+}
+
+// What `host` holds of the chain, walked over `hosts` (the walk's answer for it).
+host_walk walk_for(block_index & idx, const std::string & model, std::span<const short_key> chain, int block_size, std::string_view host,
+                   std::vector<std::string_view> hosts = {}) {
+    if (hosts.empty()) hosts = {host};
+    std::vector<host_walk> out;
+    idx.walk(model, chain, block_size, idx.numbers(hosts), out);
+    EXPECT_EQ(out.size(), hosts.size());
+    return out.at(static_cast<size_t>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin()));
+}
+
+held_prefix held_by(block_index & idx, const std::string & model, std::span<const short_key> chain, int block_size, std::string_view host) {
+    return walk_for(idx, model, chain, block_size, host).held;
 }
 
 TEST(block_index, a_short_key_is_the_same_from_the_digest_and_from_its_hex) {
@@ -50,14 +65,22 @@ TEST(block_index, a_walk_credits_consecutive_blocks_from_the_start_in_their_best
     idx.add("c", "m", tier_context, all.subspan(1, 4));
     idx.add("d", "other", tier_context, all);
 
-    const auto held = idx.walk("m", chain, 64);
-    ASSERT_EQ(held.size(), 2u) << "only hosts holding the first block";
-    EXPECT_EQ(held.at("a").context, 128);
-    EXPECT_EQ(held.at("a").host, 128);
-    EXPECT_EQ(held.at("a").disk, 64);
-    EXPECT_EQ(held.at("b").tokens(), 64);
-    EXPECT_TRUE(idx.walk("nope", chain, 64).empty());
-    EXPECT_TRUE(idx.walk("m", {}, 64).empty());
+    const std::vector<std::string_view> hosts{"a", "b", "c", "d", "e"};
+    std::vector<host_walk> held;
+    idx.walk("m", chain, 64, idx.numbers(hosts), held);
+    ASSERT_EQ(held.size(), hosts.size()) << "one answer per host asked, in its order";
+    EXPECT_EQ(held[0].held.context, 128);
+    EXPECT_EQ(held[0].held.host, 128);
+    EXPECT_EQ(held[0].held.disk, 64);
+    EXPECT_EQ(held[1].held.tokens(), 64);
+    EXPECT_EQ(held[2].held.tokens(), 0) << "not the first block: nothing";
+    EXPECT_EQ(held[3].held.tokens(), 0) << "another model's blocks";
+    EXPECT_EQ(held[4].held.tokens(), 0) << "unknown host";
+    idx.walk("m", chain, 64, idx.numbers(std::vector<std::string_view>{"b", "a"}), held);
+    EXPECT_EQ(held[0].held.tokens(), 64);
+    EXPECT_EQ(held[1].held.tokens(), 320) << "answers follow the order asked";
+    EXPECT_EQ(held_by(idx, "nope", chain, 64, "a").tokens(), 0);
+    EXPECT_EQ(held_by(idx, "m", {}, 64, "a").tokens(), 0);
     EXPECT_EQ(idx.blocks(), 5u + 2 + 4 + 6);
 }
 
@@ -66,13 +89,13 @@ TEST(block_index, a_block_leaving_its_last_tier_is_forgotten_and_can_come_back) 
     const auto chain = keys(2, 3);
     idx.add("a", "m", tier_context | tier_disk, chain);
     idx.remove("a", "m", tier_context, chain);
-    EXPECT_EQ(idx.walk("m", chain, 16).at("a").disk, 48) << "still on disk";
+    EXPECT_EQ(held_by(idx, "m", chain, 16, "a").disk, 48) << "still on disk";
     idx.remove("a", "m", tier_disk, std::span(chain).first(1));
-    EXPECT_TRUE(idx.walk("m", chain, 16).empty()) << "the first block is gone: nothing of the prompt is reusable";
+    EXPECT_EQ(held_by(idx, "m", chain, 16, "a").tokens(), 0) << "the first block is gone: nothing of the prompt is reusable";
     EXPECT_EQ(idx.blocks(), 2u);
     idx.add("a", "m", tier_host, std::span(chain).first(1));
-    EXPECT_EQ(idx.walk("m", chain, 16).at("a").host, 16);
-    EXPECT_EQ(idx.walk("m", chain, 16).at("a").disk, 32);
+    EXPECT_EQ(held_by(idx, "m", chain, 16, "a").host, 16);
+    EXPECT_EQ(held_by(idx, "m", chain, 16, "a").disk, 32);
     idx.remove("z", "m", tier_host, chain);  // unknown host: nothing happens
     idx.remove("a", "z", tier_host, chain);  // unknown model
     EXPECT_EQ(idx.blocks(), 3u);
@@ -98,11 +121,13 @@ TEST(block_index, a_host_beyond_its_bound_is_marked_overflowed_until_forgotten) 
     const auto ks = keys(5, 150);
     idx.add("a", "m", tier_host, ks);
     EXPECT_EQ(idx.blocks(), 100u) << "no more than the bound";
-    EXPECT_TRUE(idx.overflowed("m").contains("a"));
-    EXPECT_FALSE(idx.overflowed("other").contains("a"));
-    EXPECT_FALSE(idx.overflowed("m").contains("b"));
+    idx.add("b", "m", tier_host, std::span(ks).first(10));
+    EXPECT_TRUE(walk_for(idx, "m", ks, 16, "a", {"a", "b"}).overflowed);
+    EXPECT_FALSE(walk_for(idx, "other", ks, 16, "a").overflowed);
+    EXPECT_FALSE(walk_for(idx, "m", ks, 16, "b", {"a", "b"}).overflowed);
     idx.forget("a");
-    EXPECT_FALSE(idx.overflowed("m").contains("a"));
+    idx.forget("b");
+    EXPECT_FALSE(walk_for(idx, "m", ks, 16, "a").overflowed);
     EXPECT_EQ(idx.blocks(), 0u);
     EXPECT_EQ(idx.bytes(), 0u) << "a forgotten host's tables are freed";
 }
@@ -127,13 +152,20 @@ TEST(block_index, sixty_four_hosts_of_a_hundred_thousand_blocks_fit_in_about_ele
     std::vector<short_key> chain(held[10].begin() + per_host / 2, held[10].begin() + per_host / 2 + 64);
     chain.resize(40);
     for (short_key k : keys(999, 24)) chain.push_back(k);
+    std::vector<std::string> names;
+    for (int h = 0; h < hosts; ++h) names.push_back("host-" + std::to_string(h));
+    const auto every = idx.numbers(std::vector<std::string_view>(names.begin(), names.end()));
     constexpr int walks = 2000;
+    std::vector<host_walk> out;
     const auto t0 = std::chrono::steady_clock::now();
     size_t found = 0;
-    for (int i = 0; i < walks; ++i) found += idx.walk("m", chain, 64).size();
+    for (int i = 0; i < walks; ++i) {
+        idx.walk("m", chain, 64, every, out);
+        for (const auto & w : out) found += w.held.tokens() > 0;
+    }
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / walks;
-    EXPECT_EQ(found, static_cast<size_t>(walks));
-    EXPECT_EQ(idx.walk("m", chain, 64).at("host-10").tokens(), 40 * 64);
+    EXPECT_EQ(found, static_cast<size_t>(walks)) << "host 10 alone holds the prompt's first block";
+    EXPECT_EQ(held_by(idx, "m", chain, 64, "host-10").tokens(), 40 * 64);
     std::cout << "[ measure  ] " << hosts << " hosts x " << per_host << " blocks: " << idx.bytes() / (1 << 20) << " MiB, " << per_block
               << " bytes a block; a 64-block walk over every host: " << us << " us\n";
 }

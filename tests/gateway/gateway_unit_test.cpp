@@ -355,6 +355,65 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
     EXPECT_EQ(t.state_of("b"), "degraded") << "an etcd outage keeps the last picture";
 }
 
+// The candidates a routed request reads: one shared list per model until the table changes (an
+// in-flight count or a reported load is no change: loads() reads those now), an ejection taking a
+// host out at once and its end bringing it back on time.
+TEST(host_table, routable_hosts_are_shared_until_a_change_and_loads_are_read_now) {
+    test::fake_etcd etcd;
+    fleet::fleet_keys keys;
+    const int64_t lease = etcd.grant(std::chrono::seconds(60)).value();
+    auto put_host = [&](const std::string & id, const std::string & model, bool loaded) {
+        fleet::host_record r;
+        r.id = id;
+        r.openai_url = "http://127.0.0.1:" + std::to_string(2000 + id[0]);
+        r.server.ready = true;
+        r.server.state = "ready";
+        r.server.pid = 1;
+        r.models.push_back({model, "sha256-x", "ready", loaded, 1});
+        ASSERT_TRUE(etcd.put(keys.host(id), fleet::to_json(r).dump(), lease).ok());
+    };
+    put_host("a", "tiny", true);
+    put_host("b", "tiny", false);
+    put_host("c", "other", true);
+    host_table t(etcd, keys, std::chrono::milliseconds(300));
+    ASSERT_TRUE(t.refresh());
+    auto ids = [](const host_table::candidate_set & s) {
+        std::vector<std::string> out;
+        for (const auto & h : s.hosts) out.push_back(h.id);
+        return out;
+    };
+    const auto tiny = t.routable("tiny:latest");
+    EXPECT_EQ(ids(*tiny), (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(tiny->loaded, (std::vector<char>{1, 0})) << "as the records say";
+    EXPECT_EQ(ids(*t.routable("")), (std::vector<std::string>{"a", "b", "c"})) << "no model named: every routable host";
+    EXPECT_TRUE(t.routable("nope")->hosts.empty());
+    std::vector<host_load> loads;
+    {
+        auto busy = t.begin("a");
+        t.note_load("b", 3, 8);
+        EXPECT_EQ(t.routable("tiny:latest"), tiny) << "loads change no candidate: the list is shared, not rebuilt";
+        t.loads(*tiny, loads);
+        ASSERT_EQ(loads.size(), 2u);
+        EXPECT_EQ(loads[0].inflight, 1);
+        EXPECT_EQ(loads[1].busy(), 3);
+        EXPECT_EQ(loads[1].slots, 8);
+    }
+    t.loads(*tiny, loads);
+    EXPECT_EQ(loads[0].inflight, 0) << "read now, not when the list was built";
+
+    t.eject("b");
+    const auto after = t.routable("tiny:latest");
+    EXPECT_EQ(ids(*after), (std::vector<std::string>{"a"})) << "an ejected host is out at once";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (t.routable("tiny:latest")->hosts.size() < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(ids(*t.routable("tiny:latest")), (std::vector<std::string>{"a", "b"})) << "back when its ejection ends";
+
+    put_host("a", "other", true);  // a now serves another model
+    ASSERT_TRUE(t.refresh());
+    EXPECT_EQ(ids(*t.routable("tiny:latest")), (std::vector<std::string>{"b"})) << "a changed record rebuilds the list";
+}
+
 // A host whose KV events carry a field of the wrong type: the feed drops that stream (no exception
 // leaves its thread), reconnects without resuming, and takes the good snapshot the host sends next.
 // A routable host at a local port, as the host table would list it.
@@ -411,7 +470,17 @@ TEST(kv_event_feed, a_malformed_event_drops_the_stream_and_the_next_snapshot_is_
         std::lock_guard lock(qmu);
         EXPECT_EQ(queries, (std::vector<std::string>{"fresh", "fresh"})) << "the malformed stream is not resumed";
     }
-    EXPECT_EQ(feed.trusted_for("m").at("h1").keys->block_size, 64);
+    {
+        std::vector<kv_event_feed::host_keys> keys;
+        const std::vector<host_view> asked{h, up_host("h2", host.port(0))};
+        feed.keys_for("m", feed.numbers(asked), keys);
+        ASSERT_EQ(keys.size(), 2u);
+        ASSERT_TRUE(keys[0].trusted && keys[0].keys);
+        EXPECT_EQ(keys[0].keys->block_size, 64);
+        EXPECT_FALSE(keys[1].trusted) << "no stream to h2";
+        feed.keys_for("other", feed.numbers(asked), keys);
+        EXPECT_TRUE(keys[0].trusted && !keys[0].keys) << "trusted, no source for that model";
+    }
     auto have_load = [&] {
         std::lock_guard lock(load_mu);
         return !loads.empty();
