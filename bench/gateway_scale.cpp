@@ -26,6 +26,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <tuple>
 #include <thread>
 #include <unistd.h>
 
@@ -74,6 +75,36 @@ std::string words(std::mt19937_64 & rng, int n) {
     return out;
 }
 
+// The KV identity and block size a real server announces for `model` (the first snapshot of its
+// event stream); identity "" when it says none.
+std::pair<std::string, int> announced_identity(const std::string & url, const std::string & model) {
+    std::string text, identity;
+    int block_size = 0;
+    http::client_request r;
+    r.method = "GET";
+    r.url = url + "/v1/kv/events";
+    r.timeout = std::chrono::seconds(30);
+    (void) http::stream(
+        r,
+        [&](std::string_view data) {
+            text.append(data);
+            const auto end = text.find("\n\n");
+            if (end == std::string::npos) return text.size() < (64u << 20);
+            const auto at = text.find("data: ");
+            if (at == std::string::npos || at > end) return false;
+            const json snap = json::parse(text.substr(at + 6, end - at - 6), nullptr, false);
+            if (snap.is_object() && snap.contains("sources") && snap["sources"].is_array())
+                for (const auto & src : snap["sources"])
+                    if (src.is_object() && src.value("model", "") == model) {
+                        identity = src.value("identity", "");
+                        block_size = src.value("block_size", 0);
+                    }
+            return false;
+        },
+        [] { return false; });
+    return {identity, block_size};
+}
+
 }  // namespace
 
 int main(int argc, char ** argv) {
@@ -114,7 +145,14 @@ int main(int argc, char ** argv) {
     so.blocks = blocks;
     so.model = model;
     so.model_file = model_file;
-    so.identity = std::string(64, 'a');  // one model file and cache layout across the simulated fleet
+    // One model file and cache layout across the fleet, as hosts that pulled the same model have:
+    // the simulated hosts announce the real servers' identity, so a request computes one chain.
+    so.identity = std::string(64, 'a');
+    if (n_real > 0) std::tie(so.identity, so.block_size) = announced_identity(real.front(), model);
+    if (so.identity.size() != 64 || so.block_size <= 0) {
+        std::cerr << real.front() << " announces no KV identity for '" << model << "'\n";
+        return 1;
+    }
     bench::sim_hosts sims(so);
     if (auto st = sims.start(etcd, keys); !st) {
         std::cerr << "simulated hosts: " << st.err().message << "\n";
