@@ -219,50 +219,55 @@ std::vector<llama_token> piece_tokenizer::tokenize_whole(const std::string & tex
     return common_tokenize(vocab_, text, add_special, parse_special);
 }
 
-std::vector<llama_token> piece_tokenizer::piece(std::string_view text, bool first, bool add_special, bool parse_special) const {
+std::shared_ptr<const std::vector<llama_token>> piece_tokenizer::piece(std::string_view text, bool first, bool add_special, bool parse_special) const {
     const bool bos = first && add_special;  // only the first piece takes the vocabulary's BOS
-    std::string key;
-    key.reserve(text.size() + 1);
-    key.push_back(static_cast<char>((bos ? 1 : 0) | (parse_special ? 2 : 0)));
-    key.append(text);
+    const char flags = static_cast<char>((bos ? 1 : 0) | (parse_special ? 2 : 0));
+    const uint64_t hash = std::hash<std::string_view>{}(text) ^ (static_cast<uint64_t>(flags) * 0x9e3779b97f4a7c15ull);
+    const auto same = [&](const std::string & key) { return key.size() == text.size() + 1 && key[0] == flags && std::string_view(key).substr(1) == text; };
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        auto it = kept_.find(key);
-        if (it != kept_.end()) {
+        auto it = kept_.find(hash);
+        if (it != kept_.end() && same(it->second.key)) {
             ages_.splice(ages_.begin(), ages_, it->second.age);
             ++stats_.hits;
-            return *it->second.tokens;
+            return it->second.tokens;
         }
         ++stats_.misses;
     }
     auto merged = merges_ ? merged_piece(text, bos, parse_special) : std::nullopt;
     auto tokens = std::make_shared<const std::vector<llama_token>>(merged ? std::move(*merged) : tokenize_whole(std::string(text), bos, parse_special));
-    const size_t cost = key.size() * 2 + tokens->size() * sizeof(llama_token) + 96;  // the key is held twice (map, ages)
-    if (cost > max_bytes_) return *tokens;
+    const size_t cost = text.size() + 1 + tokens->size() * sizeof(llama_token) + 112;
+    if (cost > max_bytes_) return tokens;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (kept_.contains(key)) return *tokens;  // another thread kept it meanwhile
-    ages_.push_front(key);
-    kept_.emplace(std::move(key), entry{tokens, ages_.begin()});
+    if (kept_.contains(hash)) return tokens;  // kept meanwhile by another thread (or a colliding piece: this one is not kept)
+    ages_.push_front(hash);
+    std::string key;
+    key.reserve(text.size() + 1);
+    key.push_back(flags);
+    key.append(text);
+    kept_.emplace(hash, entry{std::move(key), tokens, ages_.begin()});
     stats_.bytes += cost;
     while (stats_.bytes > max_bytes_ && !ages_.empty()) {
         auto old = kept_.find(ages_.back());
-        stats_.bytes -= old->first.size() * 2 + old->second.tokens->size() * sizeof(llama_token) + 96;
+        stats_.bytes -= old->second.key.size() + old->second.tokens->size() * sizeof(llama_token) + 112;
         kept_.erase(old);
         ages_.pop_back();
     }
     stats_.entries = kept_.size();
-    return *tokens;
+    return tokens;
 }
 
 std::vector<llama_token> piece_tokenizer::tokenize(const std::string & text, bool add_special, bool parse_special) const {
     const auto at = cuts(text, parse_special);
     std::vector<llama_token> out;
+    out.reserve(text.size() / 3 + 8);
     size_t begin = 0;
     for (size_t i = 0; i <= at.size(); ++i) {
         const size_t end = i < at.size() ? at[i] : text.size();
         const bool raw_cut = i > 0 && text[begin] == ' ';  // a special token never starts with a space
         const size_t from = raw_cut && space_prefix_ ? begin + 1 : begin;  // llama.cpp puts the "▁" back
-        const auto part = piece(std::string_view(text).substr(from, end - from), i == 0, add_special, parse_special);
+        const auto kept = piece(std::string_view(text).substr(from, end - from), i == 0, add_special, parse_special);
+        const auto & part = *kept;
         if (i > 0 && !raw_cut) {
             const auto s = specials_->longest_at(text, begin);
             const char * t = part.empty() ? nullptr : llama_vocab_get_text(vocab_, part.front());

@@ -81,7 +81,8 @@ class piece_tokenizer {
   private:
     struct trie;
     std::vector<llama_token> tokenize_whole(const std::string & text, bool add_special, bool parse_special) const;
-    std::vector<llama_token> piece(std::string_view text, bool first, bool add_special, bool parse_special) const;
+    // One piece's tokens, kept or new (shared: the caller appends them without a copy).
+    std::shared_ptr<const std::vector<llama_token>> piece(std::string_view text, bool first, bool add_special, bool parse_special) const;
     void use_merges(const llama_vocab * vocab);  // spm_merges or bpe_merges, where it agrees with llama.cpp on a probe
     // A piece by merges_: where it is one raw fragment, or one special token and a raw fragment.
     std::optional<std::vector<llama_token>> merged_piece(std::string_view text, bool bos, bool parse_special) const;
@@ -98,12 +99,15 @@ class piece_tokenizer {
 
     size_t max_bytes_;
     mutable std::mutex mutex_;
+    // Kept pieces by a hash of their flags and text (a lookup builds no key string); the entry holds
+    // the text, compared on every hit, so a hash collision is a miss, never another piece's tokens.
     struct entry {
+        std::string key;  // the flags byte, then the text
         std::shared_ptr<const std::vector<llama_token>> tokens;
-        std::list<std::string>::iterator age;
+        std::list<uint64_t>::iterator age;
     };
-    mutable std::list<std::string> ages_;  // most recently used first
-    mutable std::unordered_map<std::string, entry> kept_;
+    mutable std::list<uint64_t> ages_;  // most recently used first
+    mutable std::unordered_map<uint64_t, entry> kept_;
     mutable stats stats_;
 };
 
