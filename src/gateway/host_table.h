@@ -137,7 +137,7 @@ class host_table {
     fleet::fleet_keys keys_;
     std::chrono::milliseconds eject_for_;
     mutable std::mutex mu_;
-    std::map<std::string, entry> hosts_;
+    std::map<std::string, entry> hosts_;  // never erased: candidate_set keeps pointers to entries
     bool synced_ = false;
     int64_t revision_ = 0;
     mutable std::map<std::string, routable_set> routable_;  // by the model a request named; bounded (routable())
