@@ -235,7 +235,8 @@ std::shared_ptr<const host_table::candidate_set> host_table::routable(const std:
         set->entries.push_back(&e);
         set->hosts.push_back(std::move(v));
     }
-    if (routable_.size() >= 64) routable_.clear();  // the names clients send are theirs: keep a few
+    if (set->hosts.empty()) return set;  // a name no host serves is not kept: clients' made-up names evict nothing
+    if (routable_.size() >= 64) routable_.clear();
     routable_[model] = {set, until};
     return set;
 }

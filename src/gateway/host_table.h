@@ -140,7 +140,7 @@ class host_table {
     std::map<std::string, entry> hosts_;  // never erased: candidate_set keeps pointers to entries
     bool synced_ = false;
     int64_t revision_ = 0;
-    mutable std::map<std::string, routable_set> routable_;  // by the model a request named; bounded (routable())
+    mutable std::map<std::string, routable_set> routable_;  // by the model a request named, when some host serves it; at most 64
 };
 
 }  // namespace rc::gateway

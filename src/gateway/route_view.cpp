@@ -16,8 +16,9 @@ std::shared_ptr<const route_view> route_views::get(const std::string & model) {
     for (const auto & h : candidates->hosts) ids.push_back(h.id);
     view->index_numbers = index_.numbers(ids);
     view->candidates = std::move(candidates);
+    if (view->candidates->hosts.empty()) return view;  // not kept, as host_table::routable keeps no empty list
     std::lock_guard lock(mu_);
-    if (views_.size() >= 64) views_.clear();  // the names clients send are theirs: keep a few
+    if (views_.size() >= 64) views_.clear();
     views_[model] = view;
     return view;
 }

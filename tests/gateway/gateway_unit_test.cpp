@@ -387,6 +387,8 @@ TEST(host_table, routable_hosts_are_shared_until_a_change_and_loads_are_read_now
     EXPECT_EQ(tiny->loaded, (std::vector<char>{1, 0})) << "as the records say";
     EXPECT_EQ(ids(*t.routable("")), (std::vector<std::string>{"a", "b", "c"})) << "no model named: every routable host";
     EXPECT_TRUE(t.routable("nope")->hosts.empty());
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(t.routable("made-up-" + std::to_string(i))->hosts.empty());
+    EXPECT_EQ(t.routable("tiny:latest"), tiny) << "names no host serves are not kept, so they evict no model's list";
     std::vector<host_load> loads;
     {
         auto busy = t.begin("a");
