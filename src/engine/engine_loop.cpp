@@ -222,8 +222,18 @@ void engine::impl::sample_outputs() {
             s.decoding = true;
             if (!s.resumed) s.first_token = steady::now();
         }
-        llama_token tok = common_sampler_sample(s.sampler.get(), ctx, s.logits_row);
-        common_sampler_accept(s.sampler.get(), tok, true);
+        llama_token tok = 0;
+        try {
+            tok = common_sampler_sample(s.sampler.get(), ctx, s.logits_row);
+            common_sampler_accept(s.sampler.get(), tok, true);
+        } catch (const std::exception & e) {
+            // llama.cpp's grammar throws when a token it let through leaves it nowhere to go (upstream
+            // #12597, #26787: Functionary's ">>>(" on a forced call). That sequence fails; the process
+            // and the other sequences go on.
+            rc::log::warn("engine", "sampling_failed", {{"seq", s.id}, {"error", e.what()}});
+            fail(s, errc::internal, std::string("sampling failed: the constrained sampler refused the model's next token (") + e.what() + ")");
+            continue;
+        }
         ++s.n_generated;
         ++generated_tokens;
 

@@ -54,6 +54,7 @@ status run_template(const std::string & what, const std::function<void()> & fn, 
     budget.max_steps = lim.max_steps;
     budget.max_values = lim.max_values;
     budget.max_string_bytes = lim.max_string_bytes;
+    budget.max_total_bytes = lim.max_total_bytes;
     budget.deadline = std::chrono::steady_clock::now() + lim.max_time;
     budget.cancelled = cancelled;
 

@@ -1,9 +1,10 @@
 #pragma once
 // Every parse and render of a chat template runs through here. A template is data from a model file
 // or a client (`/api/create`), and llama.cpp's jinja engine has no limits of its own, so each call
-// runs under a budget (scripts/llama-patches/jinja-budgets.patch: nesting, evaluation steps, values,
-// string size, time, cancellation) on a thread with a stack large enough for whatever nesting the
-// budget lets through. Exceeding a limit is an error naming it, never a crash or an unbounded stall.
+// runs under a budget (scripts/llama-patches/jinja-budgets.patch and jinja-total-bytes.patch:
+// nesting, evaluation steps, values, string size, the bytes built in all, time, cancellation) on a
+// thread with a stack large enough for whatever nesting the budget lets through. Exceeding a limit
+// is an error naming it, never a crash or an unbounded stall.
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -19,6 +20,11 @@ struct template_limits {
     size_t max_steps = 4'000'000;                   // evaluations in one parse-and-render
     size_t max_values = 2'000'000;                  // values created (memory: about 200 bytes each)
     size_t max_string_bytes = size_t{64} << 20;     // any one string's memory, the prompt included (2x the body limit)
+    // Everything one call builds, together: every string and list slot counted as it is made, before
+    // its memory is taken (a list doubled 40 times, twenty 60 MB strings). A render copies its prompt
+    // a few times over (the message, the concatenations, each block's output): a 32 MB body's
+    // renders, init and apply alike, stay well inside this.
+    size_t max_total_bytes = size_t{512} << 20;
     std::chrono::milliseconds max_time{10000};      // wall time of one call (--template-timeout)
 };
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <ostream>
@@ -177,6 +178,7 @@ class template_matrix : public ::testing::TestWithParam<family> {
     void a_tool_result_round_trip_with_our_ids_and_an_ollama_history_without_ids();
     void json_schema_gives_json_that_follows_it();
     void reasoning_controls_change_the_prompt_where_the_template_reads_them();
+    void forced_calls_sampled_hot_never_take_the_server_down();
 
     static inline std::unique_ptr<rc::test::server_process> server_;
     std::string model_;
@@ -282,6 +284,63 @@ void template_matrix::reasoning_controls_change_the_prompt_where_the_template_re
     EXPECT_EQ(r->status, 400);
 }
 
+// Round three: on Functionary v3.2 a tool call ended the process (`terminate … Unexpected empty
+// grammar stack after accepting piece: >>>(`), thrown from llama.cpp's grammar inside the sampler
+// when a lazy grammar's trigger fired on a token that went past it. Each family's tool grammar is
+// fuzzed here: sampled hot under many seeds, `auto` (lazy) and `required`, streamed and not, with
+// the tokens the family writes its own calls with pushed up (so its triggers fire). Every reply is
+// a 200, or a 500 that says the sampler refused a token; the server serves afterwards either way.
+void template_matrix::forced_calls_sampled_hot_never_take_the_server_down() {
+    if (!GetParam().tools) return;
+    // The tokens of this family's call syntax: a history holding one call, rendered, its tail tokenized.
+    const json call = {{"role", "assistant"}, {"content", ""},
+                       {"tool_calls", {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", "{}"}}}}}}};
+    auto rendered = openai().Post("/apply-template", json{{"model", model_}, {"messages", {user_[0], call}}, {"tools", {clock_tool}}}.dump(), "application/json");
+    ASSERT_TRUE(rendered && rendered->status == 200) << (rendered ? rendered->body : "no answer");
+    auto tokens = openai().Post("/tokenize", json{{"model", model_}, {"content", json::parse(rendered->body)["prompt"]}}.dump(), "application/json");
+    ASSERT_TRUE(tokens && tokens->status == 200);
+    const json ids = json::parse(tokens->body)["tokens"];
+    json bias = json::object();
+    for (size_t k = ids.size() > 24 ? ids.size() - 24 : 0; k < ids.size(); ++k) bias[std::to_string(ids[k].get<int>())] = 6;
+    int refused = 0;
+    for (int seed = 1; seed <= 12; ++seed) {
+        json body = {{"model", model_}, {"messages", user_}, {"tools", {weather, clock_tool}}, {"tool_choice", seed % 3 == 0 ? "required" : "auto"},
+                     {"reasoning_effort", "none"}, {"temperature", 1.5}, {"seed", seed}, {"max_tokens", 40}, {"stream", seed % 2 == 0}};
+        if (seed % 4 != 1) body["logit_bias"] = bias;
+        auto r = openai().Post("/v1/chat/completions", body.dump(), "application/json");
+        ASSERT_TRUE(r) << "no answer to seed " << seed << ": the server is gone";
+        if (r->status == 200) {
+            EXPECT_TRUE(r->body.find("\"error\"") == std::string::npos || r->body.find("sampling failed") != std::string::npos) << r->body;
+            refused += r->body.find("sampling failed") != std::string::npos ? 1 : 0;  // a stream's error event
+            continue;
+        }
+        ASSERT_EQ(r->status, 500) << "seed " << seed << ": " << r->body;
+        EXPECT_NE(r->body.find("sampling failed"), std::string::npos) << r->body;
+        ++refused;
+    }
+    if (refused) std::printf("[ sampler  ] %s: %d of 12 hot calls refused by the grammar (500), the server went on\n", model_.c_str(), refused);
+    if (GetParam().file == "meetkai-functionary-medium-v3.2.jinja") {
+        // The held-out crash itself, made certain: the lazy grammar triggers on ">>>" followed by
+        // anything but "all", and the vocabulary has ">>>(" as one token, which fires the trigger and
+        // leaves the grammar nowhere to go. Pushed to the top, it is the first token sampled.
+        auto t = openai().Post("/tokenize", json{{"model", model_}, {"content", ">>>("}}.dump(), "application/json");
+        ASSERT_TRUE(t && t->status == 200);
+        const json one = json::parse(t->body)["tokens"];
+        ASSERT_EQ(one.size(), 1u) << t->body;
+        for (bool stream : {false, true}) {
+            json body = {{"model", model_}, {"messages", user_}, {"tools", {clock_tool}}, {"tool_choice", "auto"}, {"stream", stream},
+                         {"logit_bias", {{std::to_string(one[0].get<int>()), 100}}}, {"max_tokens", 8}};
+            auto r = openai().Post("/v1/chat/completions", body.dump(), "application/json");
+            ASSERT_TRUE(r) << "the server is gone";
+            EXPECT_EQ(r->status, stream ? 200 : 500) << r->body;
+            EXPECT_NE(r->body.find("sampling failed: the constrained sampler refused the model's next token (Unexpected empty grammar stack"), std::string::npos)
+                << r->body;
+        }
+    }
+    auto [status, body] = chat({{"messages", user_}, {"max_tokens", 4}});
+    EXPECT_EQ(status, 200) << "the server still serves after the hot calls: " << body.dump();
+}
+
 // One test per family, so its model is created and loaded once; each check reports on its own.
 TEST_P(template_matrix, serves_what_clients_ask_of_this_family) {
     {
@@ -303,6 +362,10 @@ TEST_P(template_matrix, serves_what_clients_ask_of_this_family) {
     {
         SCOPED_TRACE("reasoning controls");
         reasoning_controls_change_the_prompt_where_the_template_reads_them();
+    }
+    {
+        SCOPED_TRACE("forced calls sampled hot");
+        forced_calls_sampled_hot_never_take_the_server_down();
     }
 }
 
