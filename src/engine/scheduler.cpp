@@ -56,6 +56,18 @@ void step_cost_model::observe(int n_tokens, double ms) {
         }
         return;
     }
+    // A per-token cost off by an order of magnitude (a damaged or hand-edited file: per_token =
+    // 599999 ms) keeps every chunk one token small, so the large steps that would correct it never
+    // come: three small steps in a row of which it alone predicts ten times the time, and the model
+    // is learned again from nothing, starting with this step.
+    if (n_tokens < 16) {
+        absurd_steps_ = per_token_ms_ * n_tokens > 10 * ms + 5.0 ? absurd_steps_ + 1 : 0;
+        if (absurd_steps_ >= 3) {
+            *this = step_cost_model{};
+            observe(n_tokens, ms);
+            return;
+        }
+    }
     // A step far from the model (more than twice or less than half, beyond a millisecond of noise)
     // is a surprise; three in a row mean the model is stale (remembered from another load, the
     // machine changed): it jumps to what the steps say instead of averaging its way there.

@@ -35,7 +35,9 @@ std::vector<schedule_entry> plan_step(const std::vector<schedule_input> & seqs, 
 // that run (exponential averages: decode-only steps refine `fixed`, steps with many tokens refine
 // `per_token`). Not calibrated yet, it learns `fixed` from decode-only steps and `per_token` from the
 // first step of at least 8 tokens (an over-estimate while `fixed` is unknown: chunks start small).
-// Three steps in a row far from the model (over 2x off) replace it at once: a stale model.
+// Three steps in a row far from the model (over 2x off) replace it at once: a stale model. Three
+// small steps of which `per_token` alone predicts 10x the time forget it (only large steps correct
+// `per_token`, and such a model allows none): it is learned again as if nothing were remembered.
 class step_cost_model {
   public:
     void set(double fixed_ms, double per_token_ms);
@@ -59,6 +61,7 @@ class step_cost_model {
     double per_token_ms_ = 0;
     int small_steps_ = 0, large_steps_ = 0;
     int small_surprises_ = 0, large_surprises_ = 0;  // steps in a row far from the model
+    int absurd_steps_ = 0;                           // small steps in a row that per_token alone overshoots 10x
 };
 
 // The prefill budget for a step that also decodes `n_decoding` tokens: what keeps the step within

@@ -5,12 +5,12 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "llama/backend.h"
 #include "util/sha256.h"
+#include "util/small_file.h"
 
 namespace rc::engine {
 
@@ -20,13 +20,11 @@ using json = nlohmann::json;
 
 std::mutex g_write;  // one writer at a time within the process (several models share the file)
 
+// The file, or an empty document: a FIFO in its place, a file too large or bad JSON is no cache.
 json read_file(const std::filesystem::path & file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return json::object();
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (ss.str().size() > (1u << 20)) return json::object();  // not ours
-    auto j = json::parse(ss.str(), nullptr, false);
+    auto text = rc::read_small_file(file, size_t{1} << 20);
+    if (!text) return json::object();
+    auto j = json::parse(*text, nullptr, false);
     if (!j.is_object() || !j.contains("entries") || !j["entries"].is_object()) return json::object();
     return j;
 }

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "util/log.h"
+#include "util/small_file.h"
 
 namespace rc::models {
 
@@ -22,17 +22,26 @@ struct use {
     int64_t at = 0;
 };
 
+// The file as the server wrote it, or an empty list: it is read at start (`--preload auto`) and at
+// every load, so nothing in it may fail the caller. A FIFO or a device in its place, a file too
+// large, bad JSON, a name that is not a string or a time that is not an integer: logged, ignored.
 std::vector<use> read_uses(const std::filesystem::path & file) {
     std::vector<use> out;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return out;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto j = json::parse(ss.str(), nullptr, false);
-    if (!j.is_object() || !j.contains("models") || !j["models"].is_array()) return out;
+    auto text = rc::read_small_file(file, size_t{1} << 20);
+    if (!text) {
+        if (text.err().code != errc::not_found) rc::log::warn("models", "recent_models_ignored", {{"error", text.err().message}});
+        return out;
+    }
+    auto j = json::parse(*text, nullptr, false);
+    if (!j.is_object() || !j.contains("models") || !j["models"].is_array()) {
+        rc::log::warn("models", "recent_models_ignored", {{"file", file.string()}, {"error", "not the expected JSON document"}});
+        return out;
+    }
     for (const auto & m : j["models"]) {
+        if (out.size() >= recent_models::max_models) break;
         if (!m.is_object() || !m.contains("name") || !m["name"].is_string()) continue;
-        out.push_back({m["name"].get<std::string>(), m.value("used", int64_t(0))});
+        const auto used = m.find("used");
+        out.push_back({m["name"].get<std::string>(), used != m.end() && used->is_number_integer() ? used->get<int64_t>() : 0});
     }
     std::stable_sort(out.begin(), out.end(), [](const use & a, const use & b) { return a.at > b.at; });
     return out;

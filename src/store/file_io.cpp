@@ -89,30 +89,4 @@ status write_file_atomic(const fs::path & target, std::string_view contents, con
     return fsync_dir(target.parent_path());
 }
 
-result<std::string> read_small_file(const fs::path & path, size_t max_bytes) {
-    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd) {
-        if (errno == ENOENT) return make_error(errc::not_found, "no such file: " + path.string());
-        return io_error("cannot open", path, errno);
-    }
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return io_error("cannot stat", path, errno);
-    if (!S_ISREG(st.st_mode)) return make_error(errc::invalid_argument, "not a regular file: " + path.string());
-    if (static_cast<uint64_t>(st.st_size) > max_bytes)
-        return make_error(errc::invalid_argument, "file too large (" + std::to_string(st.st_size) + " bytes): " + path.string());
-    std::string out;
-    char buf[65536];
-    for (;;) {
-        ssize_t r = ::read(fd.get(), buf, sizeof buf);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return io_error("cannot read", path, errno);
-        }
-        if (r == 0) break;
-        out.append(buf, static_cast<size_t>(r));
-        if (out.size() > max_bytes) return make_error(errc::invalid_argument, "file too large: " + path.string());
-    }
-    return out;
-}
-
 }  // namespace rc::store::detail

@@ -70,8 +70,4 @@ class remove_guard {
 status write_file_atomic(const std::filesystem::path & target, std::string_view contents,
                          const std::filesystem::path & tmp_dir);
 
-// The whole file; errc::not_found if absent, errc::invalid_argument if larger than max_bytes (a
-// garbage file must not make us allocate gigabytes).
-result<std::string> read_small_file(const std::filesystem::path & path, size_t max_bytes);
-
 }  // namespace rc::store::detail

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "store/file_io.h"
+#include "util/small_file.h"
 
 namespace rc::store {
 
@@ -75,7 +76,7 @@ result<incident> incident_log::record(std::string kind, std::string model, std::
 
 std::vector<incident> incident_log::list(size_t limit, const std::optional<std::string> & model) const {
     std::vector<incident> out;
-    auto text = detail::read_small_file(file_, size_t(1) << 30);
+    auto text = rc::read_small_file(file_, size_t(1) << 30);
     if (!text) return out;
     std::vector<incident> all;
     std::istringstream in(text.value());

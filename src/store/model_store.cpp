@@ -10,6 +10,7 @@
 
 #include "store/file_io.h"
 #include "util/log.h"
+#include "util/small_file.h"
 #include "util/utf8.h"
 
 namespace rc::store {
@@ -69,7 +70,7 @@ sys_time now() { return std::chrono::system_clock::now(); }
 model_store::model_store(fs::path root) : root_(std::move(root)), blobs_(root_), lock_(root_ / ".store.lock") {}
 
 result<manifest> model_store::read_manifest(const model_name & name) const {
-    auto text = detail::read_small_file(name.manifest_path(root_), k_max_manifest_bytes);
+    auto text = rc::read_small_file(name.manifest_path(root_), k_max_manifest_bytes);
     if (!text) {
         if (text.err().code == errc::not_found) return make_error(errc::not_found, "model '" + name.display() + "' not found");
         return make_error(text.err().code, "model '" + name.display() + "': " + text.err().message);
@@ -210,7 +211,7 @@ void model_store::collect_garbage_locked(const std::vector<layer> & candidates) 
     std::set<blob_digest> referenced;
     std::vector<std::string> unreadable;  // raw text of manifests this build cannot parse
     for (const auto & file : manifest_files(root_ / "manifests")) {
-        auto text = detail::read_small_file(file, k_max_manifest_bytes);
+        auto text = rc::read_small_file(file, k_max_manifest_bytes);
         if (!text) continue;
         if (auto m = parse_manifest(text.value())) {
             for (const auto & l : m->layers) referenced.insert(l.digest);

@@ -119,6 +119,27 @@ TEST(step_cost_model, a_lone_prefill_first_over_estimates_the_token_cost) {
     EXPECT_LE(m.per_token_ms(), 13.0 + 90.0 / 512 + 1e-9);
 }
 
+// Round three: a remembered fixed = per_token = 599999 ms (valid JSON, absurd numbers) kept every
+// chunk one token, so no step was ever large enough to correct per_token, and it stayed for good.
+TEST(step_cost_model, an_absurd_remembered_token_cost_is_forgotten_and_learned_again) {
+    step_cost_model m;
+    m.set(599999.0, 599999.0);
+    EXPECT_EQ(prefill_budget_for(m, 750, 1, 512, 16), 16) << "the smallest chunk: no large step can come";
+    m.observe(1, 20.0);  // what decode steps really take
+    m.observe(2, 22.0);
+    EXPECT_TRUE(m.calibrated());
+    m.observe(1 + 16, 20.0 + 16 * 2.0);  // one aligned chunk beside a decode: 17 tokens, too few to correct it...
+    m.observe(1, 20.0);
+    m.observe(1, 20.0);
+    m.observe(1, 20.0);
+    EXPECT_FALSE(m.calibrated()) << "three small steps that per_token alone overshoots 10x: forgotten";
+    EXPECT_NEAR(m.fixed_ms(), 20.0, 1e-9) << "learned again from the step that ended it";
+    m.observe(16 + 1, 20.0 + 16 * 2.0);
+    ASSERT_TRUE(m.calibrated());
+    EXPECT_NEAR(m.per_token_ms(), 2.0, 0.2);
+    EXPECT_GT(prefill_budget_for(m, 750, 1, 512, 16), 256) << "chunks grow again";
+}
+
 TEST(step_cost_model, a_stale_remembered_model_is_replaced_after_three_surprises) {
     step_cost_model m;
     m.set(90.0, 13.0 * 50);  // remembered from a much slower machine

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <fstream>
 
 #include "support/server_process.h"
@@ -98,4 +101,55 @@ TEST(restart_preload, preload_auto_loads_what_the_disk_tier_holds_conversations_
         int not_ready = 0;
         EXPECT_TRUE(loaded_when_first_ready(s, &not_ready).empty());
     }
+}
+
+// Round three: the server trusted the state files it wrote itself. `used` as a string aborted the
+// process at start under `--preload auto` (json type_error) and failed a load without it; a FIFO in
+// place of recent-models.json or .state/step-cost.json hung the start or the first load. Each is now
+// read as a bounded regular file, field by field: a bad one is logged and ignored, never fatal.
+TEST(restart_preload, damaged_state_files_are_ignored_never_fatal) {
+    const rc::test::temp_dir tmp("kv-damaged");
+    const fs::path kv_dir = tmp.path();
+    const fs::path recent = kv_dir / "recent-models.json";
+    const std::vector<std::string> args = {"--kv-disk-dir", kv_dir.string(), "--kv-disk-budget", "64MiB", "--preload", "auto"};
+    auto chat_ok = [](const rc::test::server_process & s) {
+        httplib::Client c("127.0.0.1", s.openai_port());
+        c.set_read_timeout(60);
+        auto r = c.Post("/v1/chat/completions", json{{"model", "demo"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}}.dump(),
+                        "application/json");
+        return r && r->status == 200;
+    };
+    std::ofstream(recent) << R"({"schema": 1, "models": [{"name": "demo", "used": "yesterday"}, {"name": "demo", "used": null}, {"name": 42}, "x"]})";
+    {
+        rc::test::server_process s(k_model, args);
+        ASSERT_TRUE(s.started()) << "a `used` that is not a number is no reason to stop";
+        int not_ready = 0;
+        EXPECT_TRUE(lists(loaded_when_first_ready(s, &not_ready), "demo")) << "its one well-formed name is still preloaded";
+        EXPECT_TRUE(chat_ok(s));
+        // Unloaded and loaded again: the load notes its use in the same file.
+        httplib::Client o("127.0.0.1", s.ollama_port());
+        auto unload = o.Post("/api/generate", json{{"model", "demo"}, {"keep_alive", 0}}.dump(), "application/json");
+        ASSERT_TRUE(unload && unload->status == 200);
+        EXPECT_TRUE(chat_ok(s)) << "reloaded after the unload";
+    }
+    const auto rewritten = json::parse(std::ifstream(recent), nullptr, false);
+    ASSERT_TRUE(rewritten.is_object());
+    EXPECT_EQ(rewritten["models"][0]["name"], "demo");
+    EXPECT_TRUE(rewritten["models"][0]["used"].is_number_integer()) << rewritten.dump();
+
+    fs::remove(recent);
+    ASSERT_EQ(::mkfifo(recent.c_str(), 0600), 0);
+    {
+        const auto t0 = std::chrono::steady_clock::now();
+        rc::test::server_process s(k_model, args);
+        ASSERT_TRUE(s.started()) << "a FIFO in place of recent-models.json does not hold the start";
+        int not_ready = 0;
+        EXPECT_TRUE(loaded_when_first_ready(s, &not_ready).empty());
+        // The step cost file is read at the model's load: a FIFO there must not hold the first chat.
+        fs::create_directories(s.dir() / "models" / ".state");
+        ASSERT_EQ(::mkfifo((s.dir() / "models" / ".state" / "step-cost.json").c_str(), 0600), 0);
+        EXPECT_TRUE(chat_ok(s)) << "a FIFO in place of step-cost.json does not hold the load";
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(50));
+    }
+    EXPECT_TRUE(fs::is_regular_file(recent)) << "the load's note replaced the FIFO with the file it should have been";
 }
