@@ -9,8 +9,9 @@
 #include <cstring>
 #include <sstream>
 
-#include "support/shared_server.h"
 #include "support/run_command.h"
+#include "support/shared_server.h"
+#include "support/sse.h"
 #include "support/temp_dir.h"
 
 using json = nlohmann::json;
@@ -28,21 +29,20 @@ class serve : public rc::test::shared_server {
         return json::parse(res->body, nullptr, false);
     }
     // SSE body → the JSON of each "data:" event, plus whether it ended with [DONE].
+    // The stream's JSON events in order; `done` when [DONE] came (last). Comments (keep-alives a
+    // slow step makes the server send) are no events: parsed as the SSE spec says (support/sse.h).
     static std::vector<json> sse_events(const std::string & body, bool & done) {
         std::vector<json> out;
         done = false;
-        std::istringstream in(body);
-        std::string line;
-        while (std::getline(in, line)) {
-            if (line.empty()) continue;
-            EXPECT_EQ(line.rfind("data: ", 0), 0u) << "unexpected SSE line: " << line;
-            std::string data = line.substr(6);
-            if (data == "[DONE]") {
+        const auto stream = rc::test::parse_sse(body);
+        EXPECT_TRUE(stream.unknown.empty()) << "unexpected SSE line: " << stream.unknown.front();
+        for (const auto & ev : stream.events) {
+            if (ev.data == "[DONE]") {
                 done = true;
                 continue;
             }
             EXPECT_FALSE(done) << "event after [DONE]";
-            out.push_back(json::parse(data));
+            out.push_back(json::parse(ev.data));
         }
         return out;
     }
@@ -128,6 +128,20 @@ TEST_F(serve, json_schema_response_format_yields_valid_json) {
     ASSERT_TRUE(content.is_object()) << r.dump();
     EXPECT_TRUE(content["name"].is_string());
     EXPECT_TRUE(content["age"].is_number_integer());
+}
+
+// Round three: on a loaded machine a slow token makes the server send `: keep-alive`, which this
+// suite's reader took for a malformed stream. The spec's reading: a comment, no event.
+TEST(serve_sse, keep_alive_comments_and_crlf_lines_are_read_as_the_spec_says) {
+    const auto s = rc::test::parse_sse(": keep-alive\n\ndata: {\"a\":1}\r\n\r\n: keep-alive\n\nevent: done\ndata:[DONE]\n\ndata: x\ndata: y\n\n");
+    ASSERT_EQ(s.events.size(), 3u);
+    EXPECT_EQ(s.events[0].data, "{\"a\":1}");
+    EXPECT_EQ(s.events[1].event, "done");
+    EXPECT_EQ(s.events[1].data, "[DONE]");
+    EXPECT_EQ(s.events[2].data, "x\ny");
+    EXPECT_EQ(s.comments, 2);
+    EXPECT_TRUE(s.unknown.empty());
+    EXPECT_EQ(rc::test::parse_sse("bogus line\n\n").unknown.size(), 1u);
 }
 
 TEST_F(serve, forced_tool_call_round_trip) {

@@ -50,11 +50,12 @@ class server_process {
     int ollama_port() const { return ollama_port_; }
     const std::filesystem::path & dir() const { return dir_; }
 
-    // Sends `sig` and waits for exit; returns the exit status (or -signal).
-    int stop(int sig = SIGTERM) {
+    // Sends `sig` and waits for exit, at most `grace` before SIGKILL (a test of a long drain gives
+    // the drain's own time); returns the exit status (or -signal).
+    int stop(int sig = SIGTERM, std::chrono::seconds grace = std::chrono::seconds(20)) {
         if (pid_ <= 0) return exit_code_;
         kill(pid_, sig);
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        auto deadline = std::chrono::steady_clock::now() + grace;
         int status = 0;
         while (waitpid(pid_, &status, WNOHANG) == 0) {
             if (std::chrono::steady_clock::now() > deadline) {
