@@ -19,9 +19,12 @@ bool connection_pool::enqueue(std::function<void()> fn) {
         if (stopping_) return false;
         join_finished();
         // Threads that are idle now will each take one queued job; start one for every job beyond them.
+        // At the most threads, a connection waits in the queue (up to 4 x max_threads) for the
+        // next thread to finish: over the connection cap that is a refusal of microseconds, so
+        // every client of a burst hears its 503 instead of a socket closed unanswered.
         if (jobs_.size() + 1 > idle_) {
-            if (threads_.size() >= max_threads_) return false;
-            threads_.emplace_back([this] { work(); });
+            if (threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
+            else if (jobs_.size() >= 4 * max_threads_) return false;
         }
         jobs_.push_back(std::move(fn));
     }

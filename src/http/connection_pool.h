@@ -24,8 +24,9 @@ class connection_pool final : public httplib::TaskQueue {
     connection_pool(size_t keep_idle, size_t max_threads);
     ~connection_pool() override;
 
-    // False when shutting down or when every thread is busy (the connection is then dropped by
-    // httplib; http_server keeps max_threads above its connection cap, so that is a shutdown).
+    // False when shutting down, or when every thread is busy and 4 x max_threads connections
+    // already wait for one (the connection is then dropped by httplib; http_server keeps max_threads above
+    // its connection cap and answers the connections over it at once, so that takes a flood).
     bool enqueue(std::function<void()> fn) override;
     // Runs what is queued, then joins every thread.
     void shutdown() override;

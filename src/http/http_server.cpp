@@ -58,6 +58,7 @@ class guarded_server final : public httplib::Server {
 
     const http_server_options & o_;
     std::atomic<int> open_{0};
+    std::atomic<int> refusing_{0};  // connections over the cap being answered 503
     std::mutex drain_mu_;
     std::condition_variable drained_;
     std::atomic<bool> draining_{false};
@@ -164,8 +165,10 @@ const char * reason_phrase(int status) {
     }
 }
 
-// Threads beyond max_connections, so that connections over the cap still find one to be refused on.
+// Threads beyond max_connections, so that connections over the cap still find one to be refused on;
+// of those refusals, how many may wait up to a second for the request line (to answer in its dialect).
 constexpr int k_refusal_threads = 16;
+constexpr int k_refusals_that_wait = 8;
 
 bool guarded_server::process_and_close_socket(socket_t sock) {
     struct counted {
@@ -177,8 +180,17 @@ bool guarded_server::process_and_close_socket(socket_t sock) {
     detail::connection_stream strm(sock, o_.read_timeout, o_.write_timeout);
     auto stopping = [this] { return draining_.load() || svr_sock_ == INVALID_SOCKET; };
     if (slot.now > o_.max_connections || !enter()) {
-        // Wait briefly for the request line so the 503 can speak the client's dialect.
-        strm.read_header(std::chrono::steady_clock::now() + std::min(o_.header_timeout, std::chrono::milliseconds(1000)), o_.max_header_bytes, stopping);
+        // Wait briefly for the request line so the 503 can speak the client's dialect — while few
+        // refusals wait so. Beyond that (300 idle connections on a cap of 64) the 503 goes at once:
+        // a refusal must never hold a thread that the next refusal needs.
+        struct refusing {
+            std::atomic<int> & n;
+            int now;
+            explicit refusing(std::atomic<int> & c) : n(c), now(++c) {}
+            ~refusing() { --n; }
+        } waiting(refusing_);
+        if (waiting.now <= k_refusals_that_wait)
+            strm.read_header(std::chrono::steady_clock::now() + std::min(o_.header_timeout, std::chrono::milliseconds(1000)), o_.max_header_bytes, stopping);
         refuse(strm, 503);
         return true;
     }

@@ -148,6 +148,38 @@ TEST_F(server_hardening, connections_over_the_cap_get_503_and_retry_after) {
     }, 30s));
 }
 
+// Round three: 300 idle connections on a port capped at 64 left 220 closed unanswered, a fresh
+// client too: the refusals waited a second each for a request line, on the 16 threads kept for
+// them, and connections beyond those were dropped. Every connection over the cap hears a 503.
+TEST_F(server_hardening, a_burst_of_idle_connections_over_the_cap_is_answered_503_every_one) {
+    auto server = serve({"--max-connections", "4", "--header-timeout", "20"});
+    ASSERT_TRUE(server->started());
+    std::vector<std::unique_ptr<raw_conn>> held;
+    for (int i = 0; i < 4; ++i) {
+        held.push_back(std::make_unique<raw_conn>(server->openai_port()));
+        ASSERT_TRUE(held.back()->send(partial_header));
+    }
+    ASSERT_TRUE(rc::test::poll_until([&] {
+        raw_conn probe(server->openai_port());
+        probe.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+        return probe.read_until([](const std::string & s) { return s.find("\r\n\r\n") != std::string::npos; }, 5s).find("HTTP/1.1 503") != std::string::npos;
+    }, 30s));
+    // 60 connections at once that send nothing (idle, as a crowd of stuck clients), then a fresh one.
+    std::vector<std::unique_ptr<raw_conn>> burst;
+    for (int i = 0; i < 60; ++i) burst.push_back(std::make_unique<raw_conn>(server->openai_port()));
+    raw_conn fresh(server->openai_port());
+    fresh.send("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+    int answered = 0;
+    for (auto & c : burst) {
+        const std::string in = c->read_until([](const std::string & s) { return s.find("\r\n\r\n") != std::string::npos; }, 10s);
+        answered += in.find("HTTP/1.1 503") != std::string::npos && in.find("Retry-After: 1") != std::string::npos ? 1 : 0;
+    }
+    EXPECT_EQ(answered, 60) << "every idle connection over the cap got its 503, none a bare close";
+    const std::string in = fresh.read_until([](const std::string & s) { return s.find("}") != std::string::npos; }, 10s);
+    EXPECT_NE(in.find("HTTP/1.1 503"), std::string::npos) << in;
+    EXPECT_NE(in.find("too many open connections"), std::string::npos) << in;
+}
+
 // Item 8: a second server on a port in use fails at once, saying so (no SO_REUSEPORT sharing).
 TEST_F(server_hardening, a_second_server_on_the_same_port_fails_fast) {
     auto first = serve();
