@@ -32,8 +32,14 @@ void read_reasoning_controls(const json & body, engine::chat_input & in) {
         if (!it->is_object()) bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
         if (it->size() > max_template_kwargs)
             bad_request("'chat_template_kwargs' holds more than " + std::to_string(max_template_kwargs) + " variables", "chat_template_kwargs");
+        size_t bytes = 0;
         for (const auto & [name, value] : it->items()) {
             if (name.empty()) bad_request("'chat_template_kwargs' has an empty variable name", "chat_template_kwargs");
+            bytes += name.size() + dump(value).size();
+            if (bytes > max_template_kwargs_bytes)
+                bad_request("'chat_template_kwargs' is larger than " + std::to_string(max_template_kwargs_bytes) +
+                                " bytes; template variables are switches, not content (send text in 'messages')",
+                            "chat_template_kwargs");
             if (name == "enable_thinking") {
                 if (!value.is_boolean())
                     bad_request("'chat_template_kwargs.enable_thinking' must be a boolean", "chat_template_kwargs.enable_thinking");

@@ -15,8 +15,11 @@
 namespace rc::api {
 using namespace rc::http;  // written against the HTTP shell (src/http)
 
-// Most template variables one request may set (each is rendered with the template).
+// Most template variables one request may set (each is rendered with the template), and their
+// JSON text in all: they are switches, not content (a 30 MB `messages` there bypassed the prompt's
+// own limits).
 inline constexpr size_t max_template_kwargs = 64;
+inline constexpr size_t max_template_kwargs_bytes = size_t{64} << 10;
 
 void read_reasoning_controls(const json & body, engine::chat_input & in);
 

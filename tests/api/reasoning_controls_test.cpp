@@ -79,6 +79,10 @@ TEST(reasoning_controls, bad_values_are_a_400_naming_the_field) {
     std::string many = R"({"chat_template_kwargs": {)";
     for (size_t i = 0; i <= max_template_kwargs; ++i) many += (i ? "," : "") + std::string("\"v") + std::to_string(i) + "\": 1";
     EXPECT_EQ(bad_field(many + "}}"), "chat_template_kwargs");
+    // Round three: a large `messages` here bypassed the prompt's limits (a 30 MB one: 200, +440 MiB).
+    const std::string big = json{{"chat_template_kwargs", {{"messages", {{{"role", "user"}, {"content", std::string(100000, 'a')}}}}}}}.dump();
+    EXPECT_EQ(bad_field(big), "chat_template_kwargs");
+    EXPECT_TRUE(read(json{{"chat_template_kwargs", {{"custom", std::string(60000, 'a')}}}}.dump()).template_kwargs.count("custom")) << "within the bound";
 }
 
 // The families whose templates read these variables (the held-out matrix found them ignored).
