@@ -13,6 +13,9 @@
 #include "commands.h"
 #include "fleet/agent/agent.h"
 #include "fleet_cli.h"
+#include "http/api_key_file.h"
+#include "http/request_guard.h"
+#include "util/ascii.h"
 #include "util/log.h"
 #include "version.h"
 
@@ -37,6 +40,7 @@ struct agent_flags {
     bool takeover = false;
     std::string trusted_keys;
     bool allow_unsigned = false;
+    std::string api_key_file;
 };
 
 // The value of a serve flag among the pass-through arguments ("--models-dir X" or "--models-dir=X").
@@ -46,6 +50,50 @@ std::string find_flag(const std::vector<std::string> & args, const std::string &
         if (args[i].starts_with(flag + "=")) return args[i].substr(flag.size() + 1);
     }
     return {};
+}
+
+// Takes every "FLAG V" and "FLAG=V" out of the pass-through arguments; their values, in order.
+std::vector<std::string> take_flag(std::vector<std::string> & args, const std::string & flag) {
+    std::vector<std::string> values;
+    for (size_t i = 0; i < args.size();) {
+        if (args[i] == flag && i + 1 < args.size()) {
+            values.push_back(args[i + 1]);
+            args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+        } else if (args[i].starts_with(flag + "=")) {
+            values.push_back(args[i].substr(flag.size() + 1));
+            args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+            ++i;
+        }
+    }
+    return values;
+}
+
+// The server's API keys, from every place `serve` takes them (--api-key, --api-keys or
+// RUSTYCAGE_API_KEYS) and the agent's --api-key-file. They are taken out of `serve_args`: the agent
+// hands them to its server in a private file, never on its argv (visible to every local user) or in
+// its environment (server_secrets.h).
+result<std::vector<std::string>> take_server_keys(std::vector<std::string> & serve_args, const std::string & key_file) {
+    std::vector<std::string> keys;
+    for (const auto & k : take_flag(serve_args, "--api-key")) keys.emplace_back(rc::trim(k));
+    const auto lists = take_flag(serve_args, "--api-keys");
+    const char * env = std::getenv("RUSTYCAGE_API_KEYS");
+    for (const auto & list : lists) {
+        const auto more = http::split_api_key_list(list);
+        keys.insert(keys.end(), more.begin(), more.end());
+    }
+    if (lists.empty() && env) {  // as serve: the flag, when given, replaces the variable
+        const auto more = http::split_api_key_list(env);
+        keys.insert(keys.end(), more.begin(), more.end());
+    }
+    if (!key_file.empty()) {
+        auto from_file = http::read_api_key_file(key_file);
+        if (!from_file.ok()) return make_error(from_file.err().code, from_file.err().message + " (--api-key-file)");
+        keys.insert(keys.end(), from_file->begin(), from_file->end());
+    }
+    if (auto st = http::check_api_keys(keys); !st)
+        return make_error(errc::invalid_argument, st.err().message + " (--api-key, --api-keys, RUSTYCAGE_API_KEYS)");
+    return keys;
 }
 
 // Where install.sh puts the lab's release keys.
@@ -109,13 +157,14 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
         serve_args.insert(serve_args.begin(), {"--models-dir", models});
     }
     o.models_dir = models;
-    // The agent talks to its server (and the triage model) with the server's own key.
-    o.api_key = find_flag(serve_args, "--api-key");
-    if (o.api_key.empty()) {
-        const std::string keys = find_flag(serve_args, "--api-keys").empty() ? (std::getenv("RUSTYCAGE_API_KEYS") ? std::getenv("RUSTYCAGE_API_KEYS") : "")
-                                                                              : find_flag(serve_args, "--api-keys");
-        o.api_key = keys.substr(0, keys.find(','));
+    // The agent talks to its server (and the triage model) with the server's own first key.
+    auto keys = take_server_keys(serve_args, f.api_key_file);
+    if (!keys.ok()) {
+        fail(keys.err().message);
+        return 2;  // as serve's start-up checks
     }
+    o.server_api_keys = keys.value();
+    if (!o.server_api_keys.empty()) o.api_key = o.server_api_keys.front();
     std::error_code ec;
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) return fail("cannot find the rustycage executable (/proc/self/exe)");
@@ -189,6 +238,10 @@ void register_agent(CLI::App & app, std::function<int()> & action) {
         ->envname("RUSTYCAGE_TRUSTED_KEYS");
     cmd->add_flag("--allow-unsigned-artifacts", f->allow_unsigned, "Run rollout artifacts without checking a signature (development only: anyone who can write a rollout to etcd runs code here)");
     cmd->add_flag("--takeover", f->takeover, "When another agent holds this --host-id, wait for its lease to lapse instead of refusing to start");
+    cmd->add_option("--api-key-file", f->api_key_file,
+                    "The server's API keys, one per line, in a file only its owner can read (preferred over --api-key, which any "
+                    "local user sees in ps); the server gets them in a private file of the data dir")
+        ->envname("RUSTYCAGE_API_KEY_FILE");
     cmd->add_flag("--quiet-server", f->quiet_server, "Do not copy the server's output to the agent's stderr");
     cmd->add_option("--log-level", f->log_level, "debug, info, warn or error")->envname("RUSTYCAGE_LOG_LEVEL")->capture_default_str();
     cmd->footer("Any other flag is passed to `rustycage serve` (e.g. --openai-port 8080 --models-dir DIR --ctx-size 4096).");

@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "api/api_server.h"
 #include "fleet/view/console_feed.h"
 #include "llama/template_budget.h"
 #include "fleet_cli.h"
+#include "http/api_key_file.h"
 #include "api/ollama/keep_alive.h"
 #include "cli_common.h"
 #include "build_info.h"
@@ -36,6 +36,7 @@ struct serve_flags {
     api::api_options api;
     std::string api_keys_env;
     bool api_keys_given = false;
+    std::string api_key_file;  // --api-key-file: keys one per line, kept off argv and the environment
     double header_timeout_s = 10;
     double shutdown_timeout_s = 10;
     double template_timeout_s = 10;
@@ -62,11 +63,8 @@ std::vector<std::string> collect_keys(const std::vector<std::string> & flags, co
     std::vector<std::string> out;
     for (const auto & k : flags) out.push_back(trim(k));
     if (list_given) {
-        std::stringstream ss(list);
-        std::string item;
-        while (std::getline(ss, item, ',')) out.push_back(trim(item));
-        if (!list.empty() && list.back() == ',') out.push_back("");
-        if (list.empty()) out.push_back("");
+        const auto more = http::split_api_key_list(list);
+        out.insert(out.end(), more.begin(), more.end());
     }
     return out;
 }
@@ -132,6 +130,14 @@ int serve(serve_flags & f) {
         return 2;
     }
     f.api.api_keys = collect_keys(f.api.api_keys, f.api_keys_env, f.api_keys_given);
+    if (!f.api_key_file.empty()) {
+        auto from_file = http::read_api_key_file(f.api_key_file);
+        if (!from_file.ok()) {
+            std::cerr << "error: " << from_file.err().message << " (--api-key-file)\n";
+            return 2;
+        }
+        f.api.api_keys.insert(f.api.api_keys.end(), from_file->begin(), from_file->end());
+    }
     if (auto st = api::check_api_keys(f.api.api_keys); !st) {
         std::cerr << "error: " << st.err().message << " (--api-key, --api-keys, RUSTYCAGE_API_KEYS)\n";
         return 2;
@@ -233,7 +239,10 @@ void register_serve(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--ollama-port", f->listen.ollama_port, "Port for Ollama clients (0: any free port, -1: none)")
         ->envname("RUSTYCAGE_OLLAMA_PORT")->check(CLI::Range(-1, 65535))->capture_default_str();
     add_engine_flags(*cmd, f->eng);
-    cmd->add_option("--api-key", f->api.api_keys, "Require this bearer key (repeatable); health stays public");
+    cmd->add_option("--api-key", f->api.api_keys, "Require this bearer key (repeatable; visible in ps: prefer --api-key-file); health stays public");
+    cmd->add_option("--api-key-file", f->api_key_file,
+                    "Require the bearer keys in this file, one per line (a regular file only its owner can read, at most 64 KiB)")
+        ->envname("RUSTYCAGE_API_KEY_FILE");
     auto * keys = cmd->add_option("--api-keys", f->api_keys_env, "Comma-separated API keys")->envname("RUSTYCAGE_API_KEYS");
     f->max_tokens = cmd->add_option("--max-tokens", f->api.max_tokens_cap,
                                     "Upper bound for a request's max_tokens (when given, also the smallest context pool the device fit may choose)")

@@ -149,23 +149,43 @@ void host_table::lapse(entry & e) {
     e.lapsed = std::move(e.record);
     e.record.reset();
     e.lapsed_checked = false;
+    e.lapsed_silent = false;
+    e.lapsed_wait = 0;
+    e.lapsed_gap = 1;
 }
 
 void host_table::probe_lapsed(std::chrono::milliseconds timeout) {
     std::vector<std::pair<std::string, std::string>> targets;  // id, url
     {
         std::lock_guard lock(mu_);
-        for (const auto & [id, e] : hosts_)
-            if (!e.record && e.lapsed) targets.emplace_back(id, e.lapsed->openai_url);
+        for (auto & [id, e] : hosts_) {
+            if (e.record || !e.lapsed) continue;
+            if (e.lapsed_wait > 0) {
+                --e.lapsed_wait;  // silent last time: backing off
+                continue;
+            }
+            targets.emplace_back(id, e.lapsed->openai_url);
+        }
     }
     for (const auto & [id, url] : targets) {
         const bool answers = !url.empty() && fleet::probe_ready(url, timeout).ready;
         std::lock_guard lock(mu_);
         auto it = hosts_.find(id);
         if (it == hosts_.end() || it->second.record || !it->second.lapsed || it->second.lapsed->openai_url != url) continue;
-        if (answers) it->second.lapsed_checked = true;
-        else it->second.lapsed.reset();  // down: a later registration brings it back
-        changed();
+        auto & e = it->second;
+        const bool was = e.lapsed_checked && !e.lapsed_silent;
+        if (answers) {
+            // Serving (again): routable, and probed every round so that a stop is seen at once.
+            e.lapsed_checked = true;
+            e.lapsed_silent = false;
+            e.lapsed_gap = 1;
+        } else {
+            // Down, yet probed on (its server may come back before its agent reaches etcd).
+            e.lapsed_silent = true;
+            e.lapsed_wait = e.lapsed_gap - 1;
+            e.lapsed_gap = std::min(e.lapsed_gap * 2, lapsed_backoff_max_rounds);
+        }
+        if (was != (e.lapsed_checked && !e.lapsed_silent) || !answers) changed();
     }
 }
 
@@ -187,7 +207,10 @@ host_view host_table::view(const std::string & id, const entry & e, steady::time
     std::vector<fleet::health_observation> obs;
     for (const auto & [_, o] : e.observations) obs.push_back(o);
     const fleet::host_record * rec = e.record ? &*e.record : nullptr;
-    if (!rec && e.lapsed) {
+    if (!rec && e.lapsed && e.lapsed_silent) {
+        v.state = "down";
+        v.why = "its lease expired or was revoked and its server does not answer (probed again with backoff)";
+    } else if (!rec && e.lapsed) {
         rec = &*e.lapsed;
         v.state = "unreachable";
         v.why = e.lapsed_checked ? "its lease lapsed (its agent cannot reach etcd) but its server answers"

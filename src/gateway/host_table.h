@@ -13,7 +13,9 @@
 //   `eject_for`, or until the host's record names another server (restarted: new pid or address).
 // * Unreachable is not gone: a host whose record went with its lease keeps its last record and is
 //   `unreachable` (routed on that record) until probe_lapsed() finds its server not answering —
-//   then it is down. An agent cut off from etcd does not take a serving server out of the fleet.
+//   then it is down, and still probed (after 1, 2, 4, then every 8 probe rounds) until it
+//   registers again: a server that answers again is routable again without waiting for its agent
+//   to reach etcd. An agent cut off from etcd does not take a serving server out of the fleet.
 // * Trusted records only: hosts/<id> is writable by the agent of <id> alone (etcd's roles,
 //   scripts/fleet-etcd-setup.sh), which registers on its lease. A record not on a lease, or naming
 //   another id than its key, was not written by an agent: it is ignored (logged once per write), so
@@ -72,11 +74,15 @@ class host_table {
   public:
     host_table(fleet::etcd_client & etcd, fleet::fleet_keys keys, std::chrono::milliseconds eject_for = std::chrono::seconds(10));
 
+    // A silent lapsed host is probed again after 1, 2, 4, then every this many rounds.
+    static constexpr int lapsed_backoff_max_rounds = 8;
+
     void run(const fleet::stop_fn & should_stop);
     // One full read (run() does it first, and after a compaction). Errors: etcd's.
     status refresh();
     // Probes the servers of hosts whose lease lapsed: answering, they stay unreachable (routable);
-    // not answering, they are down. run_probes() does it every `interval` until `should_stop`.
+    // not answering, they are down and probed again with backoff (lapsed_backoff_max_rounds). One
+    // call is one round; run_probes() does one every `interval` until `should_stop`.
     void probe_lapsed(std::chrono::milliseconds timeout);
     void run_probes(const fleet::stop_fn & should_stop, std::chrono::milliseconds interval, std::chrono::milliseconds timeout);
 
@@ -112,6 +118,8 @@ class host_table {
         std::optional<fleet::host_record> record;
         std::optional<fleet::host_record> lapsed;  // the last record, after its lease lapsed
         bool lapsed_checked = false;               // a probe has answered since
+        bool lapsed_silent = false;                // the last probe found no server: down
+        int lapsed_wait = 0, lapsed_gap = 1;       // rounds before the next probe; the gap after the next silence
         int64_t ignored_revision = 0;              // the last record refused (logged once per write)
         std::map<std::string, fleet::health_observation> observations;  // by observer
         int inflight = 0;

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "fake_github.h"
@@ -209,6 +211,85 @@ TEST_F(fleet_trust, no_secret_reaches_a_record_an_incident_an_issue_a_page_or_a_
             EXPECT_EQ(text.find(secret), std::string::npos) << where << " holds a secret (" << secret.substr(0, 6) << "…)";
     }
     EXPECT_TRUE(evidence) << "the incident kept the log tail, scrubbed";
+}
+
+// Every process below `root` (its children, theirs, …), from /proc.
+std::vector<int> descendants(int root) {
+    std::map<int, std::vector<int>> children;
+    for (const auto & e : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string stat = slurp(e.path() / "stat");  // "pid (comm) state ppid …": comm may hold anything
+        const size_t close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 1));
+        std::string state;
+        int ppid = 0;
+        if (rest >> state >> ppid) children[ppid].push_back(std::stoi(name));
+    }
+    std::vector<int> out, todo = {root};
+    while (!todo.empty()) {
+        const int pid = todo.back();
+        todo.pop_back();
+        for (int child : children[pid]) {
+            out.push_back(child);
+            todo.push_back(child);
+        }
+    }
+    return out;
+}
+
+// Issue 59: the agent's secrets — GITHUB_TOKEN, HF_TOKEN, RUSTYCAGE_API_KEYS in its environment, API
+// keys on its command line and in its key file — reach neither the environment nor the command line
+// of anything it starts (/proc/<pid>/environ is readable by whatever a rollout installs as the
+// server, cmdline by every local user), while its server still requires every one of the keys.
+TEST_F(fleet_trust, no_secret_reaches_the_environment_or_argv_of_what_an_agent_starts) {
+    REQUIRE_ETCD();
+    ASSERT_NO_FATAL_FAILURE(start_cluster(1, {"a"}));
+    if (HasFatalFailure()) return;
+
+    const std::string gh_token = "ghp_" + std::string("Z9x8C7v6B5n4M3a2S1d0F9g8H7j6K5l4"), hf_token = "hf_" + std::string("PoIuYtReWqLkJhGfDsA98"),
+                      env_key = "ak-env-Sekret-4d2f81", flag_key = "ak-flag-Sekret-9b1e07", file_key = "ak-file-Sekret-3c7a55";
+    const auto key_file = root.path() / "a-api-keys";
+    std::ofstream(key_file) << "# the lab's clients\n" << file_key << "\n";
+    std::filesystem::permissions(key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    auto & a = add_agent("a", {"--api-key", flag_key, "--api-key-file", key_file.string()},
+                         {"GITHUB_TOKEN=" + gh_token, "HF_TOKEN=" + hf_token, "RUSTYCAGE_API_KEYS=" + env_key, "TZ=UTC"});
+    ASSERT_TRUE(poll_until([&] { return ready("a"); }, 120s)) << logs();
+
+    const int server = record("a")->server.pid;
+    const std::vector<int> started = descendants(a.pid());
+    ASSERT_NE(std::find(started.begin(), started.end(), server), started.end()) << "the server is the agent's child";
+    for (const int pid : started) {
+        const std::string proc = "/proc/" + std::to_string(pid);
+        const std::string environ_text = slurp(proc + "/environ"), cmdline = slurp(proc + "/cmdline");
+        ASSERT_FALSE(environ_text.empty()) << proc << "/environ could not be read";
+        for (const auto & secret : {gh_token, hf_token, env_key, flag_key, file_key}) {
+            EXPECT_EQ(environ_text.find(secret), std::string::npos) << proc << "/environ holds " << secret.substr(0, 7) << "…";
+            EXPECT_EQ(cmdline.find(secret), std::string::npos) << proc << "/cmdline holds " << secret.substr(0, 7) << "…";
+        }
+        EXPECT_EQ(environ_text.find("RUSTYCAGE_API_KEYS="), std::string::npos) << proc;
+    }
+    const std::string server_proc = "/proc/" + std::to_string(server);
+    EXPECT_NE(slurp(server_proc + "/cmdline").find("--api-key-file"), std::string::npos) << "the keys go by file";
+    EXPECT_NE(slurp(server_proc + "/environ").find("TZ=UTC"), std::string::npos) << "what a server needs still passes";
+
+    // The server still requires a key, and takes each of the three.
+    const std::string url = record("a")->openai_url;
+    auto models_status = [&](const std::string & key) {
+        http::client_request req;
+        req.url = url + "/v1/models";
+        if (!key.empty()) req.headers = {"Authorization: Bearer " + key};
+        auto r = http::call(req);
+        return r.ok() ? r->status : -1;
+    };
+    EXPECT_EQ(models_status(""), 401);
+    EXPECT_EQ(models_status("ak-wrong"), 401);
+    for (const auto & key : {flag_key, env_key, file_key}) EXPECT_EQ(models_status(key), 200) << key.substr(0, 7) << "…";
+
+    // A clean stop leaves no key at rest in the data dir.
+    EXPECT_EQ(a.stop(), 0) << logs();
+    EXPECT_FALSE(std::filesystem::exists(a.dir() / "data" / "secrets" / "server-api-keys"));
 }
 
 }  // namespace

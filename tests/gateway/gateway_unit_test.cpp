@@ -1,5 +1,6 @@
 // Units of the gateway without processes: the route planner (every branch), request shapes and
 // their canonical texts, the prefix index, and the host table over an in-memory etcd.
+#include <cpp-httplib/httplib.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <tuple>
 
 #include "fake_etcd.h"
+#include "support/port.h"
 #include "gateway/host_table.h"
 #include "gateway/kv_event_feed.h"
 #include "gateway/model_vocabs.h"
@@ -353,6 +355,79 @@ TEST(host_table, derives_states_counts_in_flight_and_ejects_until_a_restart) {
     etcd.set_down(true);
     EXPECT_FALSE(t.refresh());
     EXPECT_EQ(t.state_of("b"), "degraded") << "an etcd outage keeps the last picture";
+}
+
+// Round three: a host whose lease lapsed and whose one probe failed was forgotten until it
+// registered again; during an etcd NOSPACE alarm its restarted server answered 200 for 50 s while the
+// gateway sent it nothing. A silent lapsed host is probed on, with backoff: 1, 2, 4, then every 8
+// rounds; one that answers is routable again without registering.
+TEST(host_table, a_lapsed_host_whose_server_answers_again_is_routable_without_registering) {
+    test::fake_etcd etcd;
+    fleet::fleet_keys keys;
+    const int64_t lease = etcd.grant(std::chrono::seconds(60)).value();
+    const int port = test::free_port();
+    fleet::host_record r;
+    r.id = "a";
+    r.openai_url = "http://127.0.0.1:" + std::to_string(port);
+    r.server.ready = true;
+    r.server.state = "ready";
+    r.server.pid = 1;
+    r.models.push_back({"tiny", "sha256-x", "ready", true, 1});
+    ASSERT_TRUE(etcd.put(keys.host("a"), fleet::to_json(r).dump(), lease).ok());
+    host_table t(etcd, keys, std::chrono::seconds(60));
+    ASSERT_TRUE(t.refresh());
+    ASSERT_EQ(t.state_of("a"), "up");
+    ASSERT_TRUE(etcd.del(keys.host("a")).ok());  // its lease lapsed (the agent cannot reach etcd)
+    ASSERT_TRUE(t.refresh());
+    t.probe_lapsed(std::chrono::milliseconds(300));  // nothing listens there: down
+    EXPECT_EQ(t.state_of("a"), "down");
+    EXPECT_FALSE(t.host("a")->routable());
+
+    // Its server answers again; the agent still has not registered. Rounds until the gateway sees it.
+    std::atomic<int> probes{0};
+    httplib::Server server;
+    server.Get("/v1/health/ready", [&](const httplib::Request &, httplib::Response & res) {
+        ++probes;
+        res.set_content(R"({"status":"ready"})", "application/json");
+    });
+    ASSERT_TRUE(server.bind_to_port("127.0.0.1", port));
+    std::thread serving([&] { server.listen_after_bind(); });
+    server.wait_until_ready();
+    int rounds = 0;
+    while (t.state_of("a") != "unreachable" && rounds < 20) {
+        t.probe_lapsed(std::chrono::milliseconds(300));
+        ++rounds;
+    }
+    EXPECT_EQ(t.state_of("a"), "unreachable") << t.to_json().dump();
+    EXPECT_LE(rounds, 2) << "the backoff was at its start: seen within 2 rounds";
+    EXPECT_TRUE(t.host("a")->routable()) << "routed on its last record again";
+    EXPECT_EQ(t.host("a")->url, r.openai_url);
+
+    // It stops again: down at the next round, then probed after 1, 2, 4, 8, 8... rounds.
+    server.stop();
+    serving.join();
+    t.probe_lapsed(std::chrono::milliseconds(300));
+    EXPECT_EQ(t.state_of("a"), "down");
+    probes = 0;
+    httplib::Server again;
+    again.Get("/v1/health/ready", [&](const httplib::Request &, httplib::Response & res) {
+        ++probes;
+        res.status = 503;  // answers, but not ready: still down, and counted
+    });
+    ASSERT_TRUE(again.bind_to_port("127.0.0.1", port));
+    std::thread serving_again([&] { again.listen_after_bind(); });
+    again.wait_until_ready();
+    for (int i = 0; i < 24; ++i) t.probe_lapsed(std::chrono::milliseconds(300));
+    again.stop();
+    serving_again.join();
+    // After the silence above: waits of 0 (gap 1), 1, 3, 7, 7 rounds between probes: probes at rounds
+    // 1, 3, 7, 15, 23 of these 24.
+    EXPECT_EQ(probes.load(), 5) << "backoff doubling to every 8 rounds";
+    EXPECT_EQ(t.state_of("a"), "down");
+    // It registers again: no backoff left, up on its new record.
+    ASSERT_TRUE(etcd.put(keys.host("a"), fleet::to_json(r).dump(), lease).ok());
+    ASSERT_TRUE(t.refresh());
+    EXPECT_EQ(t.state_of("a"), "up");
 }
 
 // The candidates a routed request reads: one shared list per model until the table changes (an

@@ -9,6 +9,7 @@
 
 #include "fleet/rollout/artifact_signature.h"
 #include "fleet/host/host_claim.h"
+#include "fleet/host/server_secrets.h"
 #include "http/http_client.h"
 #include "fleet/rollout/rollout_artifact.h"
 #include "models/local_catalog.h"
@@ -266,6 +267,10 @@ status agent::run() {
     if (lock_fd_ < 0) return make_error(errc::io, "cannot use the data directory " + opts_.data_dir.string());
     if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
         return make_error(errc::io, "another agent runs with the data directory " + opts_.data_dir.string());
+    // After the lock: a second agent refused above must not rewrite the running server's keys.
+    auto key_file = write_server_key_file(opts_.data_dir, opts_.server_api_keys);
+    if (!key_file.ok()) return make_error(key_file.err().code, key_file.err().message + " (the server's API keys)");
+    if (!key_file->empty()) opts_.server.argv.insert(opts_.server.argv.end(), {"--api-key-file", key_file->string()});
 
     if (!opts_.trusted_keys.empty()) {
         auto keys = load_trusted_keys(opts_.trusted_keys);
@@ -360,6 +365,7 @@ status agent::run() {
     drive.join();
     supervisor_->stop();
     sup.join();
+    remove_server_key_file(opts_.data_dir);  // no server left to read it: no key at rest
     probe.join();
     inc.join();
     (void) incidents_->publish_once();  // what the drain produced

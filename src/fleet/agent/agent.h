@@ -17,6 +17,8 @@
 //   blocks until stop() (any thread, e.g. a signal handler's thread); then it drains the server
 //   (supervisor_options.drain_timeout), resigns, revokes the lease (peers see the host leave at once)
 //   and marks the roster entry as left.
+// * Secrets: the server gets an allow-listed environment (never GITHUB_TOKEN, RUSTYCAGE_API_KEYS, …) and
+//   its API keys in a private file made after the data dir's lock is taken; a clean stop removes it.
 // * The server binary: <data-dir>/versions/current/bin/rustycage when a cohort rollout installed one
 //   (rollout_artifact.h), else the agent's own. Every agent takes part in rollouts (rollout_host.h)
 //   and stands for rollout driver (rollout_driver.h).
@@ -54,6 +56,9 @@ struct agent_options {
     std::chrono::milliseconds publish_interval{5000};
     std::string advertise_host;  // replaces the server's bind address in published URLs (e.g. for 0.0.0.0)
     std::string api_key;         // the server's bearer key (--api-key), for the agent's own requests to it
+    // Every key the server requires: written to <data-dir>/secrets/server-api-keys (0600) and passed as
+    // `--api-key-file`, never on the server's argv or in its environment (server_secrets.h).
+    std::vector<std::string> server_api_keys;
     supervisor_options server;
     std::string version, llama_commit;
     // 5xx bursts: at least this many 5xx answers within the window.

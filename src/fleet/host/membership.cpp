@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <thread>
 
 #include "fleet/host/server_probe.h"
@@ -66,6 +67,7 @@ void peer_monitor::apply(const etcd_kv & kv, bool deleted) {
             p.registered = false;
             p.lapsed = p.record && !p.record->openai_url.empty();
             probe_first = p.lapsed;
+            lapsed_backoff_.erase(id);
         }
         // With an address to try, the next probe tells unreachable (the server answers) from down.
         if (!probe_first) observe(id, "down", false, "its lease expired or was revoked (agent gone)");
@@ -76,6 +78,7 @@ void peer_monitor::apply(const etcd_kv & kv, bool deleted) {
         rc::log::warn("fleet", "host_record_ignored", {{"key", kv.key}, {"why", why}, {"note", "not written by an agent: never probed"}});
         std::lock_guard<std::mutex> lock(mu_);
         peers_.erase(id);
+        lapsed_backoff_.erase(id);
         return;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -83,8 +86,33 @@ void peer_monitor::apply(const etcd_kv & kv, bool deleted) {
     p.id = id;
     p.registered = true;
     p.lapsed = false;
+    lapsed_backoff_.erase(id);  // its next lapse starts probing at the probe interval again
     if (rec.ok()) p.record = rec.value();
     if (id == self_) p.state = "up";
+}
+
+bool peer_monitor::lapsed_probe_due(const std::string & id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto & b = lapsed_backoff_[id];
+    if (b.rounds_to_wait == 0) return true;
+    --b.rounds_to_wait;
+    return false;
+}
+
+void peer_monitor::lapsed_probe_done(const std::string & id, bool answered) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = peers_.find(id);
+    if (it == peers_.end() || it->second.registered || !it->second.lapsed) {  // it registered meanwhile: no backoff to keep
+        lapsed_backoff_.erase(id);
+        return;
+    }
+    auto & b = lapsed_backoff_[id];
+    if (answered) {
+        b = lapsed_backoff{};  // serving: probed every round, so a stop is seen at once
+        return;
+    }
+    b.rounds_to_wait = b.next_gap - 1;
+    b.next_gap = std::min(b.next_gap * 2, k_lapsed_backoff_max_rounds);
 }
 
 void peer_monitor::run_watch(const stop_fn & should_stop) {
@@ -129,15 +157,14 @@ void peer_monitor::probe_once() {
     for (const auto & p : snapshot) {
         if (p.id == self_ || !p.record) continue;
         if (!p.registered) {
-            if (!p.lapsed) continue;
+            // Probed on while it stays lapsed, with backoff: its server may come back before its
+            // agent reaches etcd again, and peers must see it serving, not `down` until it registers.
+            if (!p.lapsed || !lapsed_probe_due(p.id)) continue;
             ready_probe r = probe_ready(p.record->openai_url, probe_timeout_);
+            lapsed_probe_done(p.id, r.ready);
             if (r.ready) {
                 observe(p.id, "unreachable", true, "its lease lapsed (its agent cannot reach etcd) but its server answers");
                 continue;
-            }
-            {
-                std::lock_guard<std::mutex> lock(mu_);
-                if (auto it = peers_.find(p.id); it != peers_.end() && !it->second.registered) it->second.lapsed = false;
             }
             observe(p.id, "down", false, "its lease expired or was revoked and its server does not answer (" + r.error + ")");
             continue;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "fleet/host/server_probe.h"
+#include "fleet/host/server_secrets.h"
 #include "util/log.h"
 
 extern char ** environ;
@@ -127,6 +128,12 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
     std::vector<char *> argv;
     for (const auto & a : args) argv.push_back(const_cast<char *>(a.c_str()));
     argv.push_back(nullptr);
+    // Not the agent's environment: its tokens and keys must not reach a process that runs whatever
+    // a rollout installed (server_secrets.h).
+    const std::vector<std::string> env = server_environment(environ);
+    std::vector<char *> envp;
+    for (const auto & e : env) envp.push_back(const_cast<char *>(e.c_str()));
+    envp.push_back(nullptr);
     int fds[2];
     if (argv.size() < 2 || pipe2(fds, O_CLOEXEC) != 0) return -1;
     const pid_t parent = getpid();
@@ -147,7 +154,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, nullptr);  // the agent blocks SIGTERM/SIGINT for sigwait; the server must not inherit that
-        execve(argv[0], argv.data(), environ);
+        execve(argv[0], argv.data(), envp.data());
         _exit(127);
     }
     close(fds[1]);

@@ -14,6 +14,8 @@
 // * Backoff: initial_backoff, doubled after each exit up to max_backoff; back to initial once a child
 //   stayed ready for stable_after. crash_loop_after consecutive exits before ready ⇒ one crash_loop event
 //   (then none until the child reaches ready again); restarts go on at max pace of the backoff.
+// * Environment: the child gets only what server_environment() passes (server_secrets.h): never the
+//   agent's tokens, keys or passwords.
 // * restart_with(argv): a planned replacement (cohort upgrades, rollback): the child is drained like
 //   on stop(), then the new argv starts at once; its exit is `planned` (no crash incident, no backoff).
 #include <chrono>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "http/http_client.h"
+#include "fleet/host/server_secrets.h"
 #include "fleet/rollout/artifact_signature.h"
 #include "fleet/rollout/rollout_record.h"
 #include "hub/partial_file.h"
@@ -49,8 +50,13 @@ int run_tool(const std::vector<std::string> & args, std::string & out) {
     std::vector<char *> argv;
     for (const auto & a : args) argv.push_back(const_cast<char *>(a.c_str()));
     argv.push_back(nullptr);
+    // tar reads an artifact from the network: it gets no more of the agent's secrets than a server does.
+    const std::vector<std::string> env = server_environment(environ);
+    std::vector<char *> envp;
+    for (const auto & e : env) envp.push_back(const_cast<char *>(e.c_str()));
+    envp.push_back(nullptr);
     pid_t pid = 0;
-    const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (rc != 0) {
