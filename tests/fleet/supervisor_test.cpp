@@ -5,6 +5,7 @@
 #include <cpp-httplib/httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -140,6 +141,43 @@ TEST(supervisor, a_child_that_ignores_sigterm_is_killed_after_the_drain_timeout)
     t.join();
     EXPECT_GE(std::chrono::steady_clock::now() - t0, 450ms);
     EXPECT_NE(kill(pid, 0), 0);
+}
+
+
+// Round three: a restarted agent started its server while the previous one (its agent gone) still
+// drained and held the ports: the bind failed three times, a false crash_loop, and with a triager a
+// GitHub issue about a healthy host. The supervisor records its child; the next one waits for the
+// recorded child to exit before it starts its own.
+TEST(supervisor, a_previous_server_still_draining_is_waited_for_and_no_crash_loop) {
+    const test::temp_dir dir("sup-previous");
+    const std::string ports = (dir.path() / "ports").string();
+    // The stand-in server holds "its ports" (a lock) while it runs; SIGTERM drains it for 1.5 s.
+    auto o = sh("exec 9>" + ports + "; flock -n 9 || { echo 'error: the address is already in use'; exit 1; }; "
+                "trap 'sleep 1.5; exit 0' TERM; echo holding the ports; while :; do sleep 0.05; done");
+    o.pid_file = (dir.path() / "server.pid").string();
+    auto holding = [](const supervisor & s) {
+        const auto lines = s.tail(5);
+        return std::find(lines.begin(), lines.end(), "holding the ports") != lines.end();
+    };
+    recorder before, after;
+    supervisor previous(o, std::ref(before));
+    std::thread previous_run([&] { previous.run(); });
+    ASSERT_TRUE(poll_until([&] { return holding(previous); }, 10s));
+    const int old_pid = previous.snapshot().pid;
+    EXPECT_EQ(test::slurp(o.pid_file).rfind(std::to_string(old_pid) + " ", 0), 0u) << "the running child is recorded";
+    std::thread stopping([&] { previous.stop(); });  // the old agent goes; its server drains
+    ASSERT_TRUE(poll_until([&] { return previous.snapshot().state == "draining"; }, 10s));
+
+    supervisor next(o, std::ref(after));  // the restarted agent's
+    std::thread next_run([&] { next.run(); });
+    ASSERT_TRUE(poll_until([&] { return holding(next); }, 20s)) << "the new server starts once the old one is gone";
+    EXPECT_NE(kill(old_pid, 0), 0) << "the old server exited first";
+    EXPECT_EQ(after.count(supervisor_event::kind::exited), 0) << "no start failed on the ports the old server held";
+    EXPECT_EQ(after.count(supervisor_event::kind::crash_loop), 0);
+    stopping.join();
+    previous_run.join();
+    next.stop();
+    next_run.join();
 }
 
 }  // namespace

@@ -104,9 +104,9 @@ status agent::claim_host_id() {
     }
 }
 
-bool agent::register_host() {
+status agent::register_host() {
     auto lease = etcd_->grant(opts_.heartbeat_ttl);
-    if (!lease.ok()) return false;
+    if (!lease.ok()) return lease.err();
     (void) etcd_->put(keys_.schema(), std::to_string(fleet_schema_version));
     host_record rec = build_record();
     rec.updated_at = now_text();
@@ -117,7 +117,7 @@ bool agent::register_host() {
                                                       {"note", "serving on unregistered; retrying until its lease lapses"}});
         id_taken_ = claim.ok();
         (void) etcd_->revoke(lease.value());
-        return false;
+        return claim.ok() ? make_error(errc::unavailable, "host id " + opts_.host_id + " is held by " + claim->holder) : claim.err();
     }
     id_taken_ = false;
     std::string first_seen = now_text();
@@ -130,7 +130,7 @@ bool agent::register_host() {
     lease_ = lease.value();
     peers_->lease_changed();
     rc::log::info("fleet", "registered", {{"host", opts_.host_id}, {"lease", lease.value()}, {"ttl_s", int64_t(opts_.heartbeat_ttl.count())}});
-    return true;
+    return {};
 }
 
 void agent::heartbeat_loop() {
@@ -145,14 +145,17 @@ void agent::heartbeat_loop() {
             (void) etcd_->sync_members();  // members added to the cluster since
         }
         if (lease_ == 0) {
-            if (register_host()) {
+            if (auto registered = register_host(); registered.ok()) {
                 if (outage) rc::log::info("fleet", "etcd_reachable", {{"host", opts_.host_id}});
                 outage = false;
                 republish_ = false;
                 last_publish = steady::now();
             } else {
+                // etcd's own words ("etcdserver: mvcc: database space exceeded" during a NOSPACE
+                // alarm): an operator must see why, not only that.
                 if (!outage && !id_taken_)
-                    rc::log::warn("fleet", "etcd_unreachable", {{"host", opts_.host_id}, {"note", "serving on; will register when etcd answers"}});
+                    rc::log::warn("fleet", "etcd_unreachable", {{"host", opts_.host_id}, {"error", registered.err().message},
+                                                                {"note", "serving on; will register when etcd answers"}});
                 outage = true;
                 wait(std::min<std::chrono::milliseconds>(interval, std::chrono::milliseconds(1000)), false);
                 continue;
@@ -287,6 +290,9 @@ status agent::run() {
     hardware_ = read_hardware();
     const ojson versions = {{"rustycage", opts_.version}, {"llama_commit", opts_.llama_commit}, {"backend", hardware_.backend}};
     const std::string self_binary = opts_.server.argv.empty() ? std::string() : opts_.server.argv[0];
+    // A restarted agent waits for its previous server (still draining, holding the ports) before it
+    // starts a new one, instead of three bind failures and a false crash loop.
+    opts_.server.pid_file = (opts_.data_dir / "server.pid").string();
     if (auto installed = installed_server_binary(opts_.data_dir); installed && !opts_.server.argv.empty()) {
         opts_.server.argv[0] = installed->string();
         rc::log::info("fleet", "server_binary", {{"path", installed->string()}, {"from", "versions/current"}});

@@ -7,14 +7,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <regex>
+#include <sstream>
+#include <thread>
 #include <utility>
 
 #include "fleet/host/server_probe.h"
 #include "fleet/host/server_secrets.h"
 #include "util/log.h"
+#include "util/small_file.h"
 
 extern char ** environ;
 
@@ -25,7 +30,69 @@ namespace {
 using clock = std::chrono::steady_clock;
 constexpr size_t max_line = 4096;
 
+// When a process started (field 22 of /proc/<pid>/stat, clock ticks since boot): with its pid it
+// names one process, never a later one that reused the number. 0 when it is gone (or a zombie).
+uint64_t process_start(int pid) {
+    auto stat = rc::read_small_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+    if (!stat) return 0;
+    const size_t close = stat->rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos || close + 2 >= stat->size() || (*stat)[close + 2] == 'Z') return 0;
+    std::istringstream fields(stat->substr(close + 2));
+    std::string field;
+    for (int i = 3; fields >> field; ++i)
+        if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+    return 0;
+}
+
 }  // namespace
+
+void supervisor::note_child(int pid) {
+    if (opts_.pid_file.empty()) return;
+    if (pid <= 0) {
+        ::unlink(opts_.pid_file.c_str());
+        return;
+    }
+    const std::string tmp = opts_.pid_file + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << pid << ' ' << process_start(pid) << '\n';
+        if (!out.flush()) return;
+    }
+    ::rename(tmp.c_str(), opts_.pid_file.c_str());
+}
+
+void supervisor::wait_for_previous_child() {
+    if (opts_.pid_file.empty()) return;
+    auto text = rc::read_small_file(opts_.pid_file, 4096);
+    if (!text) return;
+    std::istringstream in(*text);
+    long pid = 0;
+    uint64_t started = 0;
+    if (!(in >> pid >> started) || pid <= 1 || started == 0 || process_start(int(pid)) != started) {
+        note_child(0);  // gone (or not a record of ours): nothing to wait for
+        return;
+    }
+    // The server of this host's previous agent, still draining its requests: it holds the ports.
+    rc::log::warn("fleet", "previous_server_draining", {{"pid", pid}, {"wait_ms", int64_t(opts_.drain_timeout.count())}});
+    set_state("starting");
+    const auto deadline = clock::now() + opts_.drain_timeout;
+    bool killed = false;
+    while (process_start(int(pid)) == started) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopping_) return;
+        }
+        if (!killed && clock::now() > deadline) {
+            rc::log::warn("fleet", "previous_server_killed", {{"pid", pid}, {"reason", "still running after the drain timeout"}});
+            ::kill(pid_t(pid), SIGKILL);
+            ::kill(-pid_t(pid), SIGKILL);  // its process group: it ran in its own
+            killed = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (wait_or_stop would spin on a pending restart_with)
+    }
+    rc::log::info("fleet", "previous_server_gone", {{"pid", pid}});
+    note_child(0);
+}
 
 supervisor::supervisor(supervisor_options opts, std::function<void(const supervisor_event &)> on_event,
                        std::function<void(const std::string &)> on_line)
@@ -158,6 +225,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
         _exit(127);
     }
     close(fds[1]);
+    note_child(pid);
     const int rd = fds[0];
     fcntl(rd, F_SETFL, fcntl(rd, F_GETFL) | O_NONBLOCK);
     {
@@ -196,7 +264,10 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
             wait_or_stop(std::chrono::milliseconds(100));
         }
         const pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) break;
+        if (w == pid) {
+            note_child(0);
+            break;
+        }
         bool stopping;
         {
             std::lock_guard<std::mutex> lock(mu_);
@@ -250,6 +321,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
 }
 
 void supervisor::run() {
+    wait_for_previous_child();
     auto backoff = opts_.initial_backoff;
     int failures = 0;
     bool loop_reported = false;

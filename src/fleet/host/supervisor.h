@@ -38,6 +38,12 @@ struct supervisor_options {
     std::chrono::milliseconds drain_timeout{20000};
     std::chrono::milliseconds ready_probe_timeout{1000};
     int crash_loop_after = 3;
+    // Where the running child is recorded (pid and start time; "" for none). A supervisor that finds
+    // the record of a child still alive (its agent was restarted while the server drained) waits for
+    // that server to exit — up to drain_timeout, then SIGKILL — before it starts its own: the new
+    // server would otherwise fail to bind the ports the old one holds, three times, and that is no
+    // crash loop.
+    std::string pid_file;
     size_t tail_lines = 200;
     bool forward_output = true;  // copy the child's lines to our stderr
 };
@@ -83,6 +89,8 @@ class supervisor {
     static std::string describe_exit(int wait_status);
 
   private:
+    void note_child(int pid);            // records (pid > 0) or clears the running child in pid_file
+    void wait_for_previous_child();      // the recorded child of an earlier supervisor, until it exits
     // Runs one child until it exits or stop(); returns its wait status (or -1 when it never started).
     int run_child(bool & reached_ready, std::chrono::steady_clock::time_point & ready_at);
     void handle_output(const char * data, size_t n, std::string & partial, bool & listening);
