@@ -123,6 +123,7 @@ int run_agent(const agent_flags & f, std::vector<std::string> serve_args) {
     if (o.heartbeat_ttl.count() < 2) return fail("--heartbeat-ttl must be at least 2s (etcd's leases count in seconds)");
     auto etcd = etcd_options_for(f.etcd);
     if (!etcd.ok()) return fail(etcd.err());
+    warn_if_fleet_auth_off(etcd.value(), "agent");
     if (f.github_closed != "reopen" && f.github_closed != "reference") return fail("--github-closed must be reopen or reference");
 
     o.host_id = f.host_id;

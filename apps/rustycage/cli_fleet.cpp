@@ -11,6 +11,7 @@
 #include "fleet/view/fleet_view.h"
 #include "fleet_cli.h"
 #include "util/byte_size.h"
+#include "util/log.h"
 
 namespace rc::cli {
 
@@ -69,6 +70,13 @@ std::vector<std::string> etcd_args(const etcd_flags & f, const std::string & fla
         if (!v.empty()) out.insert(out.end(), {"--" + flag + name, v});
     if (f.insecure) out.push_back("--" + flag + "-insecure");
     return out;
+}
+
+void warn_if_fleet_auth_off(const fleet::etcd_options & o, const char * role) {
+    if (!fleet::fleet_auth_off_on_network(o)) return;
+    std::cerr << "WARNING: the " << role << " reaches etcd on the network without authentication: anyone who can reach etcd can\n"
+              << "WARNING: register a host and receive chats and API keys. Turn auth on (scripts/fleet-etcd-setup.sh, docs/FLEET.md).\n";
+    rc::log::warn("fleet", "etcd_auth_off", {{"role", role}, {"note", "anyone who reaches etcd can register a host and receive chats and keys"}});
 }
 
 result<std::unique_ptr<fleet::etcd_gateway>> open_etcd(const etcd_flags & f) {

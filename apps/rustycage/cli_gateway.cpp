@@ -61,6 +61,7 @@ int run_gateway(gateway_flags & f) {
     f.listen.header_timeout = std::chrono::milliseconds(static_cast<long long>(f.header_timeout_s * 1000));
     auto etcd = open_etcd(f.etcd);
     if (!etcd.ok()) return fail(etcd.err());
+    if (auto eo = etcd_options_for(f.etcd); eo.ok()) warn_if_fleet_auth_off(eo.value(), "gateway");
 
     sigset_t signals = block_stop_signals();
     return_large_allocations();

@@ -31,6 +31,9 @@ void add_etcd_flags(CLI::App & cmd, etcd_flags & f, const std::string & flag = "
 // The connection the flags describe: endpoints, TLS, credentials (the password read from its file),
 // and the plain-HTTP check. Errors name the bad flag.
 result<fleet::etcd_options> etcd_options_for(const etcd_flags & f);
+// The loud warning an agent or a gateway (`role`) gives at start when the fleet's etcd is on the
+// network without authentication (fleet::fleet_auth_off_on_network): on stderr and in the log.
+void warn_if_fleet_auth_off(const fleet::etcd_options & o, const char * role);
 // The same flags as arguments for a child (`--fleet-etcd` … for the agent's server).
 std::vector<std::string> etcd_args(const etcd_flags & f, const std::string & flag);
 // The gateway for the flags; errors name the bad flag.

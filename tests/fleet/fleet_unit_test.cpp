@@ -13,6 +13,7 @@
 #include "fleet/incidents/triage.h"
 
 #include <cpp-httplib/httplib.h>
+#include <map>
 #include <thread>
 
 namespace rc::fleet {
@@ -33,6 +34,30 @@ TEST(etcd_client, a_record_put_until_taken_survives_an_outage_and_gives_up_only_
     EXPECT_FALSE(fleet::put_until_taken(etcd, "k", "later", [] { return true; }, std::chrono::milliseconds(1)));
     etcd.set_down(false);
     EXPECT_EQ(etcd.get("k")->kvs.at(0).value, "final") << "nothing written once stopped";
+}
+
+// Round three: `fleet status` showed a host record not on a lease as `up`, where the gateway and
+// the agents ignore it (not written by an agent). The picture says it is ignored, and why.
+TEST(fleet_view, a_record_not_on_a_lease_is_shown_ignored_not_up) {
+    test::fake_etcd etcd;
+    fleet_keys keys;
+    host_record r;
+    r.id = "fake";
+    r.openai_url = "http://127.0.0.1:9";
+    r.server.ready = true;
+    r.server.state = "ready";
+    ASSERT_TRUE(etcd.put(keys.host("fake"), to_json(r).dump()).ok());  // no lease
+    r.id = "real";
+    const int64_t lease = etcd.grant(std::chrono::seconds(60)).value();
+    ASSERT_TRUE(etcd.put(keys.host("real"), to_json(r).dump(), lease).ok());
+    auto fleet = read_fleet(etcd, keys);
+    ASSERT_TRUE(fleet.ok()) << fleet.err().message;
+    std::map<std::string, host_view> by_id;
+    for (const auto & h : fleet->hosts) by_id[h.id] = h;
+    EXPECT_EQ(by_id["fake"].state, "down");
+    EXPECT_NE(by_id["fake"].why.find("not on a lease"), std::string::npos) << by_id["fake"].why;
+    EXPECT_FALSE(by_id["fake"].record.has_value());
+    EXPECT_EQ(by_id["real"].state, "up") << by_id["real"].why;
 }
 
 TEST(fleet_keys, layout_is_the_documented_one) {
@@ -228,6 +253,21 @@ TEST(etcd_gateway, plain_http_off_loopback_needs_the_insecure_flag) {
     o.cert_file = "/x.pem";
     EXPECT_FALSE(check_etcd_security(o).ok()) << "a certificate without its key";
     EXPECT_FALSE(is_loopback_url("http://127.0.0.1.evil.example:2379"));
+}
+
+// Round three: without auth a leased fake host still got chats and keys, and nothing said the fleet
+// was open. The agent and the gateway warn at start when etcd is on the network without auth.
+TEST(etcd_gateway, auth_off_on_the_network_is_recognised_for_the_start_warning) {
+    etcd_options o;
+    o.endpoints = {"http://127.0.0.1:2379", "http://[::1]:2379"};
+    EXPECT_FALSE(fleet_auth_off_on_network(o)) << "loopback only: a one-machine lab";
+    o.endpoints.push_back("https://10.0.0.5:2379");
+    EXPECT_TRUE(fleet_auth_off_on_network(o)) << "TLS without a client certificate or a user is no authentication";
+    o.user = "agent-a";
+    EXPECT_FALSE(fleet_auth_off_on_network(o));
+    o.user.clear();
+    o.cert_file = "/etc/rustycage/agent.pem";
+    EXPECT_FALSE(fleet_auth_off_on_network(o));
 }
 
 TEST(etcd_gateway, codecs_and_endpoints) {

@@ -43,6 +43,11 @@ status check_etcd_security(const etcd_options & o, const std::string & flag) {
     return {};
 }
 
+bool fleet_auth_off_on_network(const etcd_options & o) {
+    if (!o.user.empty() || !o.cert_file.empty()) return false;
+    return std::any_of(o.endpoints.begin(), o.endpoints.end(), [](const std::string & e) { return !is_loopback_url(e); });
+}
+
 etcd_gateway::etcd_gateway(etcd_options opts) : opts_(std::move(opts)) {}
 
 http::client_request etcd_gateway::post(const std::string & endpoint, const std::string & path, const json & body, std::chrono::milliseconds timeout,

@@ -51,6 +51,11 @@ struct etcd_options {
 status check_etcd_security(const etcd_options & o, const std::string & flag = "--etcd");
 bool is_loopback_url(const std::string & url);
 
+// Whether etcd is reached on the network without authentication (no user, no client certificate,
+// an endpoint off loopback): anyone who reaches etcd can then register a host and receive chats and
+// keys. The agent and the gateway warn loudly at start when it is so.
+bool fleet_auth_off_on_network(const etcd_options & o);
+
 // "http://a:2379,http://b:2379" → endpoints (trailing slashes dropped). Errors: invalid_argument
 // naming the entry that is not an http(s)://host:port URL.
 result<std::vector<std::string>> parse_etcd_endpoints(const std::string & csv);

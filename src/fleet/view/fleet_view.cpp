@@ -66,7 +66,11 @@ result<fleet_snapshot> read_fleet(etcd_client & etcd, const fleet_keys & keys) {
         auto & h = by_id[id];
         h.id = id;
         h.lease = kv.lease;
-        if (auto r = parse_host_record(kv.value); r.ok()) h.record = r.value();
+        auto r = parse_host_record(kv.value);
+        // A record not on a lease (or naming another host) was not written by an agent: the gateway
+        // and the agents ignore it, and so does the picture (it showed such a record `up`).
+        if (const std::string problem = registration_problem(id, kv.lease, r); !problem.empty()) h.ignored = problem;
+        else h.record = r.value();
     }
     for (const auto & kv : health->kvs) {
         const auto [observer, target] = fleet_keys::pair_under(kv.key, keys.health());
@@ -85,6 +89,7 @@ result<fleet_snapshot> read_fleet(etcd_client & etcd, const fleet_keys & keys) {
     for (auto & [id, h] : by_id) {
         h.state = derive_host_state(h.record, h.observations, h.why);
         if (h.state == "down" && !h.left_at.empty()) h.why = "stopped by its agent at " + h.left_at;
+        if (!h.ignored.empty()) h.why = "its record is ignored: " + h.ignored + "; never routed to";
         if (h.lease != 0)
             if (auto t = etcd.time_to_live(h.lease); t.ok()) {
                 h.ttl_left = t->ttl;

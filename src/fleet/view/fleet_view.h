@@ -37,6 +37,7 @@ struct host_view {
     int64_t ttl_left = -1, ttl_granted = 0;  // heartbeat age ≈ granted − left
     std::vector<health_observation> observations;  // by peers
     std::string first_seen, left_at;
+    std::string ignored;  // why its record is not a registration (not on a lease, another host's id): ""
     int open_incidents = 0;
 };
 
