@@ -1,7 +1,9 @@
 #include "engine/tool_call_ids.h"
 
 #include <deque>
+#include <map>
 #include <random>
+#include <set>
 
 #include "util/sha256.h"
 
@@ -47,7 +49,24 @@ std::string new_tool_call_id(tool_id_style style) {
 }
 
 void fill_tool_call_ids(std::vector<common_chat_msg> & messages, tool_id_style style) {
-    auto fitted = [&](const std::string & id) { return tool_id_fits(id, style) ? id : derived_id(id, style); };
+    // Ids the history writes in a form the style accepts are kept as they are; a derived one must
+    // never equal one of them, nor another derived one: a client can compute derived_id() and send
+    // its result as a literal id, which made two calls share one id.
+    std::set<std::string> taken;
+    for (const auto & m : messages) {
+        for (const auto & call : m.tool_calls)
+            if (tool_id_fits(call.id, style)) taken.insert(call.id);
+        if (m.role == "tool" && tool_id_fits(m.tool_call_id, style)) taken.insert(m.tool_call_id);
+    }
+    std::map<std::pair<bool, std::string>, std::string> mapped;  // {a place?, a foreign id or a call's place} -> its id here
+    auto unique = [&](bool place, const std::string & seed) {
+        if (auto it = mapped.find({place, seed}); it != mapped.end()) return it->second;
+        std::string id = derived_id(seed, style);
+        for (int n = 1; taken.count(id); ++n) id = derived_id(seed + "\n#" + std::to_string(n), style);
+        taken.insert(id);
+        return mapped[{place, seed}] = id;
+    };
+    auto fitted = [&](const std::string & id) { return tool_id_fits(id, style) ? id : unique(false, id); };
     struct open_call {
         std::string id, name;
     };
@@ -58,7 +77,7 @@ void fill_tool_call_ids(std::vector<common_chat_msg> & messages, tool_id_style s
             unanswered.clear();
             for (size_t k = 0; k < m.tool_calls.size(); ++k) {
                 auto & call = m.tool_calls[k];
-                call.id = call.id.empty() ? derived_id("message " + std::to_string(i) + " call " + std::to_string(k), style) : fitted(call.id);
+                call.id = call.id.empty() ? unique(true, "message " + std::to_string(i) + " call " + std::to_string(k)) : fitted(call.id);
                 unanswered.push_back({call.id, call.name});
             }
             continue;

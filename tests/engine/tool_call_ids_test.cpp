@@ -1,6 +1,8 @@
 // Tool-call ids in the form each template accepts (issue 32): pure rules, no model.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "engine/tool_call_ids.h"
 
 using namespace rc::engine;
@@ -68,4 +70,28 @@ TEST(tool_call_ids, an_ollama_history_without_ids_gets_them_and_results_answer_c
     std::vector<common_chat_msg> lone = {tool_result("")};
     fill_tool_call_ids(lone, tool_id_style::any);
     EXPECT_TRUE(lone[0].tool_call_id.empty()) << "a result with no call before it is left as sent";
+}
+
+// Round three: a foreign id is mapped to derived_id(foreign), which anyone can compute; a client that
+// sent that result as another call's literal id made two calls share one id (and a tool result
+// answer both). Within a history every call keeps an id of its own.
+TEST(tool_call_ids, a_foreign_id_never_maps_onto_another_calls_literal_id) {
+    std::vector<common_chat_msg> probe = {assistant_calling({{"f", "call-foreign-1"}})};
+    fill_tool_call_ids(probe, tool_id_style::nine_alnum);
+    const std::string derived = probe[0].tool_calls[0].id;
+    ASSERT_TRUE(tool_id_fits(derived, tool_id_style::nine_alnum));
+
+    std::vector<common_chat_msg> h = {assistant_calling({{"f", "call-foreign-1"}, {"g", derived}}), tool_result("call-foreign-1"), tool_result(derived)};
+    fill_tool_call_ids(h, tool_id_style::nine_alnum);
+    const auto & calls = h[0].tool_calls;
+    EXPECT_EQ(calls[1].id, derived) << "a literal id that fits is kept";
+    EXPECT_NE(calls[0].id, calls[1].id) << "the foreign id maps elsewhere";
+    EXPECT_TRUE(tool_id_fits(calls[0].id, tool_id_style::nine_alnum));
+    EXPECT_EQ(h[1].tool_call_id, calls[0].id) << "its result still matches it";
+    EXPECT_EQ(h[2].tool_call_id, calls[1].id);
+    // The same foreign id and a missing one in a later message: still one id per call.
+    h.push_back(assistant_calling({{"f", "call-foreign-1"}, {"h", ""}}));
+    fill_tool_call_ids(h, tool_id_style::nine_alnum);
+    std::set<std::string> distinct = {h[0].tool_calls[0].id, h[0].tool_calls[1].id, h[3].tool_calls[1].id};
+    EXPECT_EQ(distinct.size(), 3u);
 }
