@@ -92,7 +92,7 @@ class agent {
     void heartbeat_loop();
     void probe_loop();
     void incident_loop();
-    bool register_host();
+    status register_host();  // errors: etcd's own (an alarm's words), or unavailable when the id is held
     // Who else holds hosts/<id> ("" when nobody, or only this data dir's previous life).
     result<std::string> foreign_holder();
     status claim_host_id();
