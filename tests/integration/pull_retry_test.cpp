@@ -18,6 +18,8 @@
 
 #include "child_process.h"
 #include "hub/fake_hub.h"
+#include "support/poll.h"
+#include "support/raw_conn.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
 
@@ -29,6 +31,8 @@ using rc::test::child_process;
 using rc::test::cli_result;
 using rc::test::fake_hub;
 using steady = std::chrono::steady_clock;
+using rc::test::raw_conn;
+using namespace std::chrono_literals;
 
 const std::string k_repo = "owner/tiny-GGUF";
 const std::string k_name = "hf.co/owner/tiny-GGUF:Q8_0";
@@ -229,6 +233,37 @@ TEST_F(pull_retry, api_pull_streams_retrying_lines_and_reports_attempts_that_run
     const std::string error = down_lines.back().value("error", "");
     EXPECT_TRUE(contains(error, "failed after 3 attempts")) << down->body;
     EXPECT_TRUE(contains(error, "HTTP 503")) << down->body;
+}
+
+
+// Round three: a non-streamed /api/pull whose client left kept pulling, against a Hub trickling a
+// byte a second for ever, and kept its claim (every later pull of the model: 409). Its connection is
+// watched now: the pull is cancelled and the claim released soon after the client goes.
+TEST_F(pull_retry, a_non_streamed_pull_whose_client_left_is_cancelled) {
+    setenv("HF_ENDPOINT", hub_->endpoint().c_str(), 1);
+    rc::test::server_process server({{"demo", model_file("tiny-chat")}});
+    unsetenv("HF_ENDPOINT");
+    ASSERT_TRUE(server.started());
+    hub_->control({{"throttle", 2000}});
+    {
+        raw_conn c(server.ollama_port());
+        const std::string body = json{{"model", k_name}, {"stream", false}}.dump();
+        ASSERT_TRUE(c.send("POST /api/pull HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                           "\r\n\r\n" + body));
+        ASSERT_TRUE(rc::test::poll_until([&] { return hub_->stats().value("bytesServed", 0) > 0; }, 30s)) << "the file began to arrive";
+    }  // the client goes
+    // The claim tells whether that pull still runs: a streamed pull of the same model answers 409 at
+    // once while it does (and starts, to be dropped with its connection, once it does not).
+    auto claimed = [&] {
+        raw_conn probe(server.ollama_port());
+        const std::string body = json{{"model", k_name}}.dump();
+        probe.send("POST /api/pull HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                   body);
+        return probe.read_until([](const std::string & in) { return in.find("\r\n") != std::string::npos; }, 10s).find(" 409 ") != std::string::npos;
+    };
+    EXPECT_TRUE(rc::test::poll_until([&] {
+        return !claimed();
+    }, 20s)) << "the first pull still holds its claim: it was never cancelled";
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 // /api/copy, DELETE /api/delete, HEAD/POST /api/blobs/:digest. Pulled and created models pass the
 // quarantine check before they are listed as servable (src/models/model_puller.h).
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "http/api_error.h"
 #include "api/ollama/ollama_common.h"
@@ -73,11 +76,36 @@ json progress_json(const models::pull_progress & p) {
 // status lines ending in {"status":"success"} or {"error":…}, or one object when stream is false.
 using progress_work = std::function<status(const models::pull_progress_fn &, const std::atomic<bool> *)>;
 
-http_response run_with_progress(const std::string & claim, bool stream, progress_work work) {
+// One object answers a non-streamed call, at the end: nothing written tells that the client left,
+// so its connection is watched and the work cancelled then (a pull from a Hub trickling one byte a
+// second went on for ever after its client had gone, holding its claim).
+status run_watching_the_client(const progress_work & work, const std::function<bool()> & client_gone) {
+    std::atomic<bool> cancel{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    std::thread watch([&] {
+        std::unique_lock lock(mu);
+        while (!cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return finished; }))
+            if (client_gone && client_gone()) {
+                cancel = true;
+                return;
+            }
+    });
+    status st = work({}, &cancel);
+    {
+        std::lock_guard lock(mu);
+        finished = true;
+    }
+    cv.notify_all();
+    watch.join();
+    return st;
+}
+
+http_response run_with_progress(const std::string & claim, bool stream, progress_work work, const std::function<bool()> & client_gone = {}) {
     if (!in_progress().claim(claim)) throw api_error(409, "'" + claim + "' is already being pulled or created; wait for it to finish");
     if (!stream) {
-        std::atomic<bool> cancel{false};
-        status st = work({}, &cancel);
+        status st = run_watching_the_client(work, client_gone);
         in_progress().release(claim);
         if (!st) raise(st.err());
         return json_response(json{{"status", "success"}});
@@ -114,7 +142,7 @@ http_response pull(api_context & ctx, const http_request & req) {
         auto r = models::pull_model(store, hub, text, filtered, cancel);
         if (!r) return r.err();
         return {};
-    });
+    }, req.client_gone);
 }
 
 // A client's text quoted in an error: JSON-escaped and cut short, so no name makes a message huge.
