@@ -3,6 +3,8 @@
 // tags/show/ps, load and unload through empty prompts and keep_alive, and errors in Ollama's shape.
 #include <cpp-httplib/httplib.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -308,6 +310,30 @@ TEST_F(ollama, embed_and_legacy_embeddings) {
     EXPECT_NE(post("/api/embed", {{"model", "demo"}, {"input", "x"}}, 400)["error"].get<std::string>().find("does not support embeddings"),
               std::string::npos);
     EXPECT_EQ(post("/api/embed", {{"model", "embed"}, {"input", 5}}, 400).contains("error"), true);
+}
+
+// Round three: a 30 MB input with truncate was tokenized whole (+526 MiB) to keep the head. Only
+// what the context can hold is tokenized now; the head is the same, so is the vector.
+TEST_F(ollama, a_huge_input_truncated_is_cut_before_it_is_tokenized) {
+    auto peak_kib = [] {
+        std::ifstream in("/proc/" + std::to_string(server().pid()) + "/status");
+        for (std::string line; std::getline(in, line);)
+            if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+        return 0ull;
+    };
+    std::string head;
+    for (int i = 0; i < 700; ++i) head += "word ";
+    const auto short_one = post("/api/embed", {{"model", "embed"}, {"input", head}})["embeddings"][0];
+    const auto before = peak_kib();
+    std::string huge;
+    huge.reserve(30u << 20);
+    while (huge.size() + 5 <= (30u << 20)) huge += "word ";
+    const auto long_one = post("/api/embed", {{"model", "embed"}, {"input", huge}})["embeddings"][0];
+    const auto after = peak_kib();
+    ASSERT_EQ(long_one.size(), short_one.size());
+    for (size_t i = 0; i < long_one.size(); ++i) EXPECT_NEAR(long_one[i].get<double>(), short_one[i].get<double>(), 1e-5) << i;
+    // The body itself (30 MB, parsed once into JSON) is the server's to hold; its tokens are not.
+    EXPECT_LT(after, before + (192u << 10)) << "peak grew from " << before / 1024 << " to " << after / 1024 << " MiB";
 }
 
 TEST_F(ollama, tags_list_every_servable_model_with_details) {
