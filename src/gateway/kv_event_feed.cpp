@@ -203,6 +203,13 @@ bool kv_event_feed::trusted(const std::string & host) const {
     return it != streams_.end() && it->second->connected && steady::now() - it->second->heard < opts_.stall_after;
 }
 
+bool kv_event_feed::lost(const std::string & host) const {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(host);
+    if (it == streams_.end() || it->second->heard == steady::time_point{}) return false;
+    return !it->second->connected || steady::now() - it->second->heard >= opts_.stall_after;
+}
+
 kv_event_feed::host_number kv_event_feed::number_of(const std::string & host) {
     auto it = numbers_.try_emplace(host, static_cast<host_number>(numbers_.size())).first;
     if (by_number_.size() <= it->second) by_number_.resize(it->second + 1);

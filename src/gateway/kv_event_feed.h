@@ -64,6 +64,9 @@ class kv_event_feed {
     void stop();
 
     bool trusted(const std::string & host) const;
+    // The host's stream was heard from and is no longer trusted (it broke or went quiet): the host
+    // is gone or going, so what the gateway remembers sending it earns no affinity credit.
+    bool lost(const std::string & host) const;
     // What the streams of `hosts` say of `model`'s keys, under one lock (`out` parallel to `hosts`).
     struct host_keys {
         bool trusted = false;

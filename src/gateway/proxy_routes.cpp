@@ -154,7 +154,9 @@ routing plan_request(gateway_context & g, const request_shape & shape, const htt
             if (l.busy >= 0) c.busy = std::max(loads[i].inflight, l.busy);
             if (l.slots > 0) c.slots = l.slots;
         }
-        if (auto a = affinity.find(h.id); a != affinity.end()) c.affinity = a->second;
+        // A host whose KV stream broke (killed, cut off) earns no credit for what it held: its lookup
+        // is refused too, and affinity alone sent it one more request "for its cache".
+        if (auto a = affinity.find(h.id); a != affinity.end() && !g.kv_feed.lost(h.id)) c.affinity = a->second;
         c.held = g.index.held(h.id);
     }
     const uint64_t turn = g.turn.fetch_add(1);

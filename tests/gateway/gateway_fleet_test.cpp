@@ -401,6 +401,31 @@ TEST_F(gateway_fleet, the_block_index_follows_each_hosts_kv_events_and_a_killed_
     std::cout << "[ measure  ] kill -9 of a host's server: untrusted by the gateway after " << untrusted_ms << " ms\n";
 }
 
+// Round three: in every kill, the first resume after the gateway had untrusted the host's stream
+// went to the dead host by affinity (its lookup refused, 0.75 x affinity still won), then failed
+// over. A host whose stream broke earns no affinity credit.
+TEST_F(gateway_fleet, a_host_whose_kv_stream_broke_gets_no_request_for_its_cache) {
+    const std::string prompt = long_prompt("affinity after a kill");
+    int on_h1 = 0;
+    for (int i = 0; i < 12 && on_h1 == 0; ++i) {
+        auto r = post("/v1/chat/completions", chat_body("tiny", std::to_string(i) + prompt, 2));
+        ASSERT_TRUE(r.ok() && r->ok());
+        if (r->header("X-Rustycage-Host") == "h1") on_h1 = i + 1;
+    }
+    ASSERT_GT(on_h1, 0) << "some request went to h1";
+    const std::string conversation = std::to_string(on_h1 - 1) + prompt;
+    ASSERT_TRUE(poll_until([&] { return gw->context().kv_feed.trusted("h1"); }, 30s));
+    const double affinity_before = routed("h1", "affinity");
+    const int pid = server_pid("h1");
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    ASSERT_TRUE(poll_until([&] { return !gw->context().kv_feed.trusted("h1"); }, 10s));
+    auto r = post("/v1/chat/completions", chat_body("tiny", conversation + " and on", 2));
+    ASSERT_TRUE(r.ok()) << r.err().message;
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(routed("h1", "affinity"), affinity_before) << "no request went to the dead host for its cache";
+}
+
 TEST_F(gateway_fleet, in_the_steady_state_the_gateway_routes_from_its_index_and_asks_no_host) {
     auto & g = gw->context();
     ASSERT_TRUE(poll_until([&] { return g.kv_feed.trusted("h1") && g.kv_feed.trusted("h2") && g.kv_feed.trusted("h3"); }, 30s))
