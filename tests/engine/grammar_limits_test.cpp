@@ -104,6 +104,35 @@ TEST(grammar_limits, contradicting_or_oversized_repetitions_are_refused_before_c
     EXPECT_TRUE(engine::schema_constraint(R"({"type":"object","properties":{"minimum":{"type":"integer"},"maximum":{"type":"integer"},"minLength":{"type":"string"},"pattern":{"type":"string"}}})").ok());
 }
 
+// Round three: conversion pinned a core before its own refusal (2,400 optional properties: 28-94 s
+// to reach "the grammar is 614 KB"; 2,000 optional $refs: 15-22 s), and a nested repetition passed
+// every check and stalled the engine at every token. Both are refused before the converter runs.
+TEST(grammar_limits, costly_schemas_are_refused_before_conversion_and_fast) {
+    for (const char * pattern : {"^(((((a{0,9}){0,9}){0,9}){0,9}){0,9}){0,9}$", "^(a{0,50}){0,50}$", "^((?:ab){10}){300}$"}) {
+        auto st = engine::check_pattern_support(pattern);
+        ASSERT_FALSE(st.ok()) << pattern;
+        EXPECT_NE(st.err().message.find("nests repetitions"), std::string::npos) << st.err().message;
+    }
+    for (const char * pattern : {"^(\\d{1,3}\\.){3}\\d{1,3}$", "^([a-z]{2,20}){1,5}$", "^(a{0,9})(b{0,9}){0,9}$", "^[(]{3}(x){5}$"})
+        EXPECT_TRUE(engine::check_pattern_support(pattern).ok()) << pattern;
+
+    auto object_of = [](int n, bool required) {
+        nlohmann::json props = nlohmann::json::object(), req = nlohmann::json::array();
+        for (int i = 0; i < n; ++i) {
+            props["p" + std::to_string(i)] = {{"type", "string"}};
+            if (required) req.push_back("p" + std::to_string(i));
+        }
+        return nlohmann::json{{"type", "object"}, {"properties", props}, {"required", req}}.dump();
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    auto refused = engine::schema_constraint(object_of(2400, false));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.err().message.find("2400 optional properties"), std::string::npos) << refused.err().message;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1)) << "refused before the converter ran";
+    EXPECT_TRUE(engine::check_schema_support(object_of(512, false)).ok());
+    EXPECT_TRUE(engine::check_schema_support(object_of(2400, true)).ok()) << "required properties cost the converter little";
+}
+
 // A GBNF grammar with {m,n}, m > n, looped for ever in llama.cpp's parser (patched: a parse error),
 // and one nested 20,000 groups deep overflowed its recursion (refused before it parses).
 TEST(grammar_limits, contradicting_and_deeply_nested_grammars_do_not_parse) {
