@@ -170,26 +170,24 @@ const char * reason_phrase(int status) {
 constexpr int k_refusal_threads = 16;
 constexpr int k_refusals_that_wait = 8;
 
+// One more in `c` while it lives; `now` is the count with it.
+struct counted {
+    std::atomic<int> & n;
+    int now;
+    explicit counted(std::atomic<int> & c) : n(c), now(++c) {}
+    ~counted() { --n; }
+};
+
 bool guarded_server::process_and_close_socket(socket_t sock) {
-    struct counted {
-        std::atomic<int> & n;
-        int now;
-        explicit counted(std::atomic<int> & c) : n(c), now(++c) {}
-        ~counted() { --n; }
-    } slot(open_);
+    const counted slot(open_);
     detail::connection_stream strm(sock, o_.read_timeout, o_.write_timeout);
     auto stopping = [this] { return draining_.load() || svr_sock_ == INVALID_SOCKET; };
     if (slot.now > o_.max_connections || !enter()) {
         // Wait briefly for the request line so the 503 can speak the client's dialect — while few
         // refusals wait so. Beyond that (300 idle connections on a cap of 64) the 503 goes at once:
         // a refusal must never hold a thread that the next refusal needs.
-        struct refusing {
-            std::atomic<int> & n;
-            int now;
-            explicit refusing(std::atomic<int> & c) : n(c), now(++c) {}
-            ~refusing() { --n; }
-        } waiting(refusing_);
-        if (waiting.now <= k_refusals_that_wait)
+        const counted refusal(refusing_);
+        if (refusal.now <= k_refusals_that_wait)
             strm.read_header(std::chrono::steady_clock::now() + std::min(o_.header_timeout, std::chrono::milliseconds(1000)), o_.max_header_bytes, stopping);
         refuse(strm, 503);
         return true;

@@ -90,6 +90,17 @@ class gateway_fleet : public fleet_fixture {
         r.timeout = timeout;
         return http::call(r);
     }
+    // A conversation the gateway routed to host `id` (so it remembers it there): `prompt` under
+    // numbered openings until one lands on it (the planner spreads fresh ones by hash); "" if none did.
+    std::string conversation_on(const std::string & id, const std::string & prompt) {
+        for (int i = 0; i < 12; ++i) {
+            const std::string conversation = std::to_string(i) + prompt;
+            auto r = post("/v1/chat/completions", chat_body("tiny", conversation, 2));
+            EXPECT_TRUE(r.ok() && r->ok());
+            if (r.ok() && r->header("X-Rustycage-Host") == id) return conversation;
+        }
+        return "";
+    }
     // Runs a short chat of `prompt` straight on host `id` (not through the gateway): its blocks stay there.
     void run_on(const std::string & id, const std::string & prompt) {
         http::client_request direct;
@@ -224,16 +235,8 @@ TEST_F(gateway_fleet, a_host_that_dies_before_answering_is_retried_elsewhere_and
     // Routed by lookups: from the block index, h1 (its event stream silent for less than the 3 s
     // it stays trusted) would be credited from the index or not, as the events happened to arrive.
     ASSERT_NO_FATAL_FAILURE(start_gateway(false));
-    const std::string prompt = long_prompt("failover");
-    int on_h1 = 0;
-    for (int i = 0; i < 12 && on_h1 == 0; ++i) {
-        // Until a request of this conversation lands on h1 (the planner spreads fresh ones by hash).
-        auto r = post("/v1/chat/completions", chat_body("tiny", std::to_string(i) + prompt, 2));
-        ASSERT_TRUE(r.ok() && r->ok());
-        if (r->header("X-Rustycage-Host") == "h1") on_h1 = i + 1;
-    }
-    ASSERT_GT(on_h1, 0) << "some request went to h1";
-    const std::string conversation = std::to_string(on_h1 - 1) + prompt;
+    const std::string conversation = conversation_on("h1", long_prompt("failover"));
+    ASSERT_FALSE(conversation.empty()) << "some request went to h1";
     const int pid = server_pid("h1");
     ASSERT_GT(pid, 0);
     ASSERT_EQ(::kill(pid, SIGSTOP), 0);
@@ -405,15 +408,8 @@ TEST_F(gateway_fleet, the_block_index_follows_each_hosts_kv_events_and_a_killed_
 // went to the dead host by affinity (its lookup refused, 0.75 x affinity still won), then failed
 // over. A host whose stream broke earns no affinity credit.
 TEST_F(gateway_fleet, a_host_whose_kv_stream_broke_gets_no_request_for_its_cache) {
-    const std::string prompt = long_prompt("affinity after a kill");
-    int on_h1 = 0;
-    for (int i = 0; i < 12 && on_h1 == 0; ++i) {
-        auto r = post("/v1/chat/completions", chat_body("tiny", std::to_string(i) + prompt, 2));
-        ASSERT_TRUE(r.ok() && r->ok());
-        if (r->header("X-Rustycage-Host") == "h1") on_h1 = i + 1;
-    }
-    ASSERT_GT(on_h1, 0) << "some request went to h1";
-    const std::string conversation = std::to_string(on_h1 - 1) + prompt;
+    const std::string conversation = conversation_on("h1", long_prompt("affinity after a kill"));
+    ASSERT_FALSE(conversation.empty()) << "some request went to h1";
     ASSERT_TRUE(poll_until([&] { return gw->context().kv_feed.trusted("h1"); }, 30s));
     const double affinity_before = routed("h1", "affinity");
     const int pid = server_pid("h1");

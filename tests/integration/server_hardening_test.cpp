@@ -43,6 +43,22 @@ size_t count_of(const std::string & hay, const std::string & needle) {
 
 const char * partial_header = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
 
+// `n` connections that sent half a header, holding a server capped at `n` full: returned once a
+// probe is refused (each held connection occupies its slot once its thread picked it up).
+std::vector<std::unique_ptr<raw_conn>> hold_the_cap(int port, int n) {
+    std::vector<std::unique_ptr<raw_conn>> held;
+    for (int i = 0; i < n; ++i) {
+        held.push_back(std::make_unique<raw_conn>(port));
+        EXPECT_TRUE(held.back()->send(partial_header));
+    }
+    EXPECT_TRUE(rc::test::poll_until([&] {
+        raw_conn probe(port);
+        probe.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+        return probe.read_until([](const std::string & s) { return s.find("\r\n\r\n") != std::string::npos; }, 5s).find("HTTP/1.1 503") != std::string::npos;
+    }, 30s));
+    return held;
+}
+
 class server_hardening : public ::testing::Test {
   protected:
     static std::unique_ptr<rc::test::server_process> serve(std::vector<std::string> args = {}) {
@@ -121,17 +137,8 @@ TEST_F(server_hardening, slowloris_clients_do_not_block_real_ones) {
 TEST_F(server_hardening, connections_over_the_cap_get_503_and_retry_after) {
     auto server = serve({"--max-connections", "4", "--header-timeout", "20"});
     ASSERT_TRUE(server->started());
-    std::vector<std::unique_ptr<raw_conn>> held;
-    for (int i = 0; i < 4; ++i) {
-        held.push_back(std::make_unique<raw_conn>(server->openai_port()));
-        ASSERT_TRUE(held.back()->send(partial_header));
-    }
-    // Each held connection occupies its slot once its thread picked it up.
-    ASSERT_TRUE(rc::test::poll_until([&] {
-        raw_conn probe(server->openai_port());
-        probe.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
-        return probe.read_until([](const std::string & s) { return s.find("\r\n\r\n") != std::string::npos; }, 5s).find("HTTP/1.1 503") != std::string::npos;
-    }, 30s));
+    auto held = hold_the_cap(server->openai_port(), 4);
+    ASSERT_FALSE(HasFailure());
     raw_conn extra(server->openai_port());
     const auto t0 = clock_type::now();
     extra.send("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -154,16 +161,8 @@ TEST_F(server_hardening, connections_over_the_cap_get_503_and_retry_after) {
 TEST_F(server_hardening, a_burst_of_idle_connections_over_the_cap_is_answered_503_every_one) {
     auto server = serve({"--max-connections", "4", "--header-timeout", "20"});
     ASSERT_TRUE(server->started());
-    std::vector<std::unique_ptr<raw_conn>> held;
-    for (int i = 0; i < 4; ++i) {
-        held.push_back(std::make_unique<raw_conn>(server->openai_port()));
-        ASSERT_TRUE(held.back()->send(partial_header));
-    }
-    ASSERT_TRUE(rc::test::poll_until([&] {
-        raw_conn probe(server->openai_port());
-        probe.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
-        return probe.read_until([](const std::string & s) { return s.find("\r\n\r\n") != std::string::npos; }, 5s).find("HTTP/1.1 503") != std::string::npos;
-    }, 30s));
+    auto held = hold_the_cap(server->openai_port(), 4);
+    ASSERT_FALSE(HasFailure());
     // 60 connections at once that send nothing (idle, as a crowd of stuck clients), then a fresh one.
     std::vector<std::unique_ptr<raw_conn>> burst;
     for (int i = 0; i < 60; ++i) burst.push_back(std::make_unique<raw_conn>(server->openai_port()));
