@@ -9,10 +9,12 @@
 #                  tests that compare greedy output across different KV layouts use it (greedy_margin.h)
 #   tiny-embed     BERT embedding model
 #   tiny-mamba     recurrent (Mamba-1) chat model: per-sequence state instead of a KV cache
+#   bench-tiny     2 layers x 256 with a 32k vocabulary: its compute buffers grow with the context
+#                  (tiny-chat's are its 152k-token logits whatever the context), for the fit's tests
 file(MAKE_DIRECTORY ${OUT})
 foreach(spec "tiny-chat|--preset;tiny-chat" "tiny-chat-q8|--preset;tiny-chat;--type;q8_0"
              "tiny-chat-f32|--preset;tiny-chat;--type;f32" "tiny-embed|--preset;tiny-embed"
-             "tiny-mamba|--preset;tiny-mamba")
+             "tiny-mamba|--preset;tiny-mamba" "bench-tiny|--preset;bench-tiny")
   string(REPLACE "|" ";" parts "${spec}")
   list(GET parts 0 name)
   list(SUBLIST parts 1 -1 args)

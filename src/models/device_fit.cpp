@@ -18,7 +18,7 @@ uint64_t share(uint64_t all_layers, int layers, int of) { return of > 0 ? all_la
 int64_t most_cells(const fit_inputs & in, int layers) {
     const uint64_t fixed = in.compute + share(in.weights, layers, in.layers);
     if (fixed > in.available) return -1;
-    const uint64_t per_cell = share(in.cell_bytes, layers, in.layers);
+    const uint64_t per_cell = share(in.cell_bytes, layers, in.layers) + in.compute_per_cell;
     if (per_cell == 0) return INT_MAX;
     return static_cast<int64_t>(std::min<uint64_t>((in.available - fixed) / per_cell, INT_MAX));
 }
@@ -34,7 +34,7 @@ fit_choice footprint(const fit_inputs & in, int layers, int cells) {
     const uint64_t cell_all = in.cell_bytes * static_cast<uint64_t>(cells);
     c.weights_bytes = share(in.weights, layers, in.layers);
     c.context_bytes = share(cell_all, layers, in.layers);
-    c.compute_bytes = in.compute;
+    c.compute_bytes = in.compute + in.compute_per_cell * static_cast<uint64_t>(cells);
     c.device_bytes = c.weights_bytes + c.context_bytes + c.compute_bytes;
     c.host_bytes = share(in.weights, in.layers - layers, in.layers) + share(cell_all, in.layers - layers, in.layers);
     return c;

@@ -20,7 +20,9 @@ struct fit_inputs {
     int layers = 0;           // offloadable layers
     uint64_t weights = 0;     // device bytes of the weights with every layer offloaded
     uint64_t cell_bytes = 0;  // device bytes of one context cell with every layer offloaded
-    uint64_t compute = 0;     // compute buffers on the device
+    uint64_t compute = 0;     // compute buffers on the device, for a pool of no cells
+    uint64_t compute_per_cell = 0;  // and what each cell of the pool adds to them (without flash
+                                    // attention the attention scores grow with the context)
     int cells = 0;            // the context pool wanted (--ctx-size or its default)
     bool cells_set = false;   // --ctx-size was given
     int floor_cells = 0;      // one request of --max-tokens

@@ -52,6 +52,13 @@ result<device_plan> plan_device(const model_entry & e, const engine::engine_opti
     if (!measured) return measured.err();
     // At --gpu-layers N the measure holds N layers; scale it to all of them.
     const auto & m = measured.value();
+    // The compute buffers on the device (or on the host standing in for one, with --device-memory).
+    auto device_compute = [](const llama::memory_measure & mm, bool gpu) {
+        uint64_t sum = 0;
+        for (const auto & d : mm.devices)
+            if (!d.host) sum += d.compute;
+        return gpu ? sum : mm.devices.back().compute;
+    };
 
     fit_inputs in;
     uint64_t device_free = 0, device_total = 0;
@@ -59,7 +66,6 @@ result<device_plan> plan_device(const model_entry & e, const engine::engine_opti
         if (d.host) continue;
         in.weights += d.model;
         in.cell_bytes += d.context;
-        in.compute += d.compute;
         device_free += static_cast<uint64_t>(std::max<int64_t>(0, d.free));
         device_total += static_cast<uint64_t>(std::max<int64_t>(0, d.total));
         plan.device += (plan.device.empty() ? "" : "+") + d.name;
@@ -71,9 +77,9 @@ result<device_plan> plan_device(const model_entry & e, const engine::engine_opti
         const auto & h = m.devices.back();
         in.weights = h.model;
         in.cell_bytes = h.context;
-        in.compute = h.compute;
         plan.device = "CPU (--device-memory)";
     }
+    in.compute = device_compute(m, gpu);
     const int measured_layers = lo.n_gpu_layers >= 0 ? std::min(lo.n_gpu_layers, m.offloadable_layers) : m.offloadable_layers;
     if (gpu && measured_layers > 0 && measured_layers < m.offloadable_layers) {
         in.weights = in.weights / static_cast<uint64_t>(measured_layers) * static_cast<uint64_t>(m.offloadable_layers);
@@ -97,6 +103,31 @@ result<device_plan> plan_device(const model_entry & e, const engine::engine_opti
     in.available = room > margin ? room - margin : 0;
 
     auto choice = fit_to_device(in);
+    // The compute buffers were measured for the whole context asked for. Without flash attention
+    // they grow with it (bench-1b at --ctx-size 16384: the room of 15 of its 16 layers), so a fit
+    // that gave up layers or cells for them would have fared better with a smaller pool: measured
+    // again at the smallest pool the fit may choose, the two measures give compute per cell, and the
+    // fit runs again with it — all layers with a smaller pool win over fewer with a larger one.
+    const int wanted = in.cells;
+    // Not below a micro-batch: a context smaller than one holds smaller batches, whose buffers
+    // (the logits' above all) shrink with them, and that drop is not the pool's to count per cell.
+    const int ubatch = static_cast<int>(cp.value().n_ubatch);
+    const int smallest = (std::max(std::clamp(in.floor_cells, 1, wanted), ubatch) + 255) / 256 * 256;
+    const int top = in.user_layers >= 0 ? std::min(in.user_layers, in.layers) : in.layers;
+    const bool gave_up = !choice || choice->cells < wanted || choice->layers < top;
+    if (gave_up && smallest < wanted && (!fs.ctx_set || in.tiers)) {
+        auto smaller = cp.value();
+        smaller.n_ctx = static_cast<uint32_t>(smallest);
+        if (auto again = llama::measure_memory(e.path.string(), lo.n_gpu_layers >= 0 ? lo.n_gpu_layers : all_layers, smaller)) {
+            const uint64_t at_wanted = in.compute, at_smallest = device_compute(again.value(), gpu);
+            if (at_smallest < at_wanted) {
+                in.compute_per_cell = (at_wanted - at_smallest) / static_cast<uint64_t>(wanted - smallest);
+                const uint64_t grown = in.compute_per_cell * static_cast<uint64_t>(smallest);
+                in.compute = at_smallest > grown ? at_smallest - grown : 0;
+                choice = fit_to_device(in);
+            }
+        }
+    }
     if (!choice) return choice.err();
     plan.fitted = true;
     plan.gpu = gpu;

@@ -117,6 +117,43 @@ TEST(device_fit, a_context_the_device_cannot_hold_serves_from_a_smaller_pool_and
               static_cast<double>(cap - fit["device_bytes"].get<uint64_t>()));
 }
 
+// Round three: the fit reserved compute for the whole --ctx-size, not for the pool it chose, and
+// took the difference out of the layers (bench-1b at a 1.41 GB cap, flash attention off: 13/16
+// layers at --ctx-size 4096, 9 at 8192, 1 at 16384). bench-tiny's compute buffers grow with the
+// context (67 MB at 4096, 174 MB at 16384): capped at its whole footprint at 4096, every --ctx-size
+// keeps both layers, with flash attention on and off, and the compute reserved is the pool's
+// (before, without flash attention: no layer on the device at 8192, and 16384 did not load).
+TEST(device_fit, the_compute_reserved_is_the_chosen_pools_so_every_ctx_size_keeps_all_layers) {
+    const auto model = std::vector<std::pair<std::string, std::string>>{{"bt", rc::test::model_path("bench-tiny")}};
+    auto fit_of = [&](std::vector<std::string> args) {
+        args.insert(args.end(), {"--fit-margin", "0", "--max-tokens", "256"});
+        rc::test::server_process s(model, args);
+        if (!s.started()) return json();
+        auto r = complete(s.openai_port(), "bt", "hello");
+        if (r.contains("error")) return json{{"error", r}};
+        auto e = ps_entry(s.ollama_port(), "bt");
+        return e.is_object() && e.contains("fit") ? e["fit"] : json();
+    };
+    const json whole = fit_of({"--device-memory", "1TiB", "--ctx-size", "4096"});
+    ASSERT_TRUE(whole.is_object() && whole.contains("device_bytes")) << whole.dump();
+    const json wide = fit_of({"--device-memory", "1TiB", "--ctx-size", "16384"});
+    ASSERT_GT(wide["compute_bytes"].get<uint64_t>(), whole["compute_bytes"].get<uint64_t>() * 3 / 2) << "the buffers grow with the context here";
+    const std::string cap = std::to_string(whole["device_bytes"].get<uint64_t>());
+    for (const char * ctx : {"4096", "8192", "16384"}) {
+        for (bool flash : {false, true}) {
+            std::vector<std::string> args = {"--device-memory", cap, "--ctx-size", ctx};
+            if (flash) args.push_back("--flash-attn");
+            const json fit = fit_of(args);
+            ASSERT_TRUE(fit.is_object() && fit.contains("layers")) << ctx << " " << fit.dump();
+            EXPECT_EQ(fit["layers"], fit["layers_total"]) << "--ctx-size " << ctx << (flash ? " --flash-attn: " : ": ") << fit.dump();
+            EXPECT_GE(fit["context_cells"].get<int>(), 256) << fit.dump();
+            EXPECT_LE(fit["device_bytes"].get<uint64_t>(), whole["device_bytes"].get<uint64_t>()) << fit.dump();
+            // The pool's buffers (interpolated between two measures: never below what the pool needs).
+            EXPECT_LT(fit["compute_bytes"].get<uint64_t>(), wide["compute_bytes"].get<uint64_t>() * 3 / 4) << "the pool's compute, not --ctx-size's: " << fit.dump();
+        }
+    }
+}
+
 TEST(device_fit, weights_that_do_not_fit_serve_with_part_of_the_layers_on_the_device) {
     const json whole = whole_fit();
     ASSERT_TRUE(whole.is_object());

@@ -173,3 +173,25 @@ TEST(device_fit, flash_attention_on_for_gpu_layers_unless_set) {
     eo.flash_attn = true;  // --flash-attn
     EXPECT_TRUE(flash_attn_for(eo, host));
 }
+
+// Round three: compute buffers that grow with the context (no flash attention) are counted per cell
+// of the pool chosen, not for the whole --ctx-size: all layers with a smaller pool, where a fixed
+// compute at 32768 cells would have pushed every layer off the device.
+TEST(device_fit, compute_that_grows_with_the_pool_is_counted_for_the_pool_chosen) {
+    auto in = model_8b();
+    in.available = 6000 * MiB;
+    in.compute = 256 * MiB;
+    in.compute_per_cell = 64 * 1024;  // 2 GiB more at 32768 cells
+    auto c = fit_to_device(in);
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    EXPECT_EQ(c->layers, 32);
+    EXPECT_LT(c->cells, 32768);
+    EXPECT_EQ(c->compute_bytes, in.compute + in.compute_per_cell * static_cast<uint64_t>(c->cells));
+    EXPECT_LE(c->device_bytes, in.available);
+    auto fixed = in;  // the same buffers reserved for the whole context
+    fixed.compute = in.compute + in.compute_per_cell * 32768;
+    fixed.compute_per_cell = 0;
+    auto f = fit_to_device(fixed);
+    ASSERT_TRUE(f.ok()) << f.err().message;
+    EXPECT_LT(f->layers, 32) << "what the whole --ctx-size's buffers cost: layers";
+}
