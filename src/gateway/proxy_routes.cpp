@@ -87,6 +87,7 @@ void ask_hosts(gateway_context & g, const request_shape & shape, const http::htt
         c.body = text;
         c.timeout = timeout;
         c.connect_timeout = std::min(timeout, g.opts.connect_timeout);
+        c.reuse_connection = true;
         calls.push_back(std::move(c));
     }
     const auto t0 = clock::now();
@@ -177,6 +178,7 @@ http::client_request upstream_request(gateway_context & g, const host_view & h, 
     u.body = req.body;
     u.timeout = std::chrono::milliseconds(0);  // a generation may take as long as it takes
     u.connect_timeout = g.opts.connect_timeout;
+    u.reuse_connection = true;  // a kept connection per host: no TCP handshake per forwarded request
     return u;
 }
 

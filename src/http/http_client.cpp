@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <memory>
@@ -21,6 +22,21 @@ constexpr size_t max_error_body = 1u << 20;  // enough for any error message a s
 void global_init() {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// The connections kept for calls that reuse them: one libcurl share of its connection cache,
+// locked per kind of data it shares (libcurl calls these from any thread).
+CURLSH * shared_connections() {
+    static std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
+    static CURLSH * share = [] {
+        CURLSH * s = curl_share_init();
+        if (!s) return s;
+        curl_share_setopt(s, CURLSHOPT_LOCKFUNC, +[](CURL *, curl_lock_data d, curl_lock_access, void *) { locks[size_t(d)].lock(); });
+        curl_share_setopt(s, CURLSHOPT_UNLOCKFUNC, +[](CURL *, curl_lock_data d, void *) { locks[size_t(d)].unlock(); });
+        curl_share_setopt(s, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+        return s;
+    }();
+    return share;
 }
 
 // Only http and https, also for redirects. libcurl 7.85 named these options as strings and
@@ -170,6 +186,12 @@ void set_options(CURL * c, const client_request & req, curl_slist * headers, tra
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, long(req.low_speed_time.count()));
     }
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (req.reuse_connection) {
+        if (CURLSH * share = shared_connections()) {
+            curl_easy_setopt(c, CURLOPT_SHARE, share);
+            curl_easy_setopt(c, CURLOPT_MAXCONNECTS, 256L);  // the pool, not one host's: a fleet of 64 hosts
+        }
+    }
     if (req.accept_compressed) curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
     if (!req.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, req.ca_file.c_str());
     if (!req.cert_file.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, req.cert_file.c_str());

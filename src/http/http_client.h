@@ -3,7 +3,8 @@
 // GitHub's REST API, artifact downloads, peers' health, the gateway's calls to its hosts.
 //
 // Contract:
-// * Stateless: one easy handle per call, so any thread may call concurrently.
+// * Stateless: one easy handle per call, so any thread may call concurrently; only the connections
+//   of calls that ask to reuse them outlive a call (`reuse_connection`).
 // * HTTP error statuses are replies, not errors. Errors are transport failures (errc::unavailable
 //   with curl's message: refused, reset, timed out, stalled), their kind given as a
 //   `transport_failure` so a caller can tell a flaky link from a request that cannot work.
@@ -33,6 +34,11 @@ struct client_request {
     // Slower than `low_speed_bytes` per second for `low_speed_time` ends as `timed_out`; 0: off.
     long low_speed_bytes = 0;
     std::chrono::seconds low_speed_time{0};
+    // Keep the connection open after the call for the next call to the same host and port (one
+    // pool shared by every thread; libcurl checks a kept connection is alive before it reuses it).
+    // The gateway's calls to its hosts: a fresh TCP connection per forwarded chat was most of what
+    // it added to a request.
+    bool reuse_connection = false;
     bool follow_redirects = false;  // up to 10
     bool accept_compressed = false;  // gzip/deflate bodies (JSON); file bodies must stay raw
     std::string user_agent = "rustycage";
