@@ -56,6 +56,8 @@ struct api_context {
     // Set when the server starts to stop: streams that never end by themselves (KV events) end.
     std::shared_ptr<std::atomic<bool>> stopping = std::make_shared<std::atomic<bool>>(false);
     std::shared_ptr<startup_gate> startup = std::make_shared<startup_gate>();
+    // The KV event streams open now, on every port together (the cap is the server's, not a port's).
+    std::shared_ptr<std::atomic<int>> kv_event_readers = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace rc::api

@@ -22,19 +22,17 @@ constexpr auto tick_every = std::chrono::seconds(1);  // the wait for events bef
 // needs one (a few for redundant gateways); more readers than this are refused with 429.
 constexpr int max_readers = 8;
 
-// The streams open now; a reader's slot is held from its request to its stream's end.
-struct reader_slots {
-    std::atomic<int> open{0};
-};
+// A reader's slot among the server's open streams (api_context::kv_event_readers, every port's),
+// held from its request to its stream's end.
 class reader_slot {
   public:
-    explicit reader_slot(std::shared_ptr<reader_slots> slots) : slots_(std::move(slots)) {}
-    ~reader_slot() { slots_->open.fetch_sub(1); }
+    explicit reader_slot(std::shared_ptr<std::atomic<int>> open) : open_(std::move(open)) {}
+    ~reader_slot() { open_->fetch_sub(1); }
     reader_slot(const reader_slot &) = delete;
     reader_slot & operator=(const reader_slot &) = delete;
 
   private:
-    std::shared_ptr<reader_slots> slots_;
+    std::shared_ptr<std::atomic<int>> open_;
 };
 
 
@@ -110,18 +108,18 @@ std::optional<uint64_t> query_number(const http_request & req, const char * name
     bad_request(std::string("'") + name + "' must be a non-negative integer", name);
 }
 
-http_response events(api_context & ctx, const std::shared_ptr<reader_slots> & slots, const http_request & req) {
+http_response events(api_context & ctx, const http_request & req) {
     auto log = ctx.models.engine_options().kv.events;
     if (!log) raise(make_error(errc::unavailable, "this server keeps no KV events"));
     auto epoch = req.query.find("epoch");
     const auto since = query_number(req, "since");
     std::optional<uint64_t> resume;
     if (since && epoch != req.query.end() && epoch->second == log->epoch() && *since <= log->last_seq()) resume = since;
-    if (slots->open.fetch_add(1) >= max_readers) {
-        slots->open.fetch_sub(1);
+    if (ctx.kv_event_readers->fetch_add(1) >= max_readers) {
+        ctx.kv_event_readers->fetch_sub(1);
         throw api_error(429, "this server already streams its KV events to " + std::to_string(max_readers) + " readers; retry later");
     }
-    auto slot = std::make_shared<reader_slot>(slots);  // released when the stream (or a response never streamed) ends
+    auto slot = std::make_shared<reader_slot>(ctx.kv_event_readers);  // released when the stream (or a response never streamed) ends
     return streamed_response("text/event-stream", {}, [&ctx, log, resume, slot, stopping = ctx.stopping](stream_writer & w) {
         uint64_t seq = 0;
         auto send_snapshot = [&] {
@@ -150,8 +148,7 @@ http_response events(api_context & ctx, const std::shared_ptr<reader_slots> & sl
 }  // namespace
 
 std::vector<route> kv_events_routes(api_context & ctx) {
-    auto slots = std::make_shared<reader_slots>();
-    return {{"GET", "/v1/kv/events", [&ctx, slots](const http_request & req) { return events(ctx, slots, req); }}};
+    return {{"GET", "/v1/kv/events", [&ctx](const http_request & req) { return events(ctx, req); }}};
 }
 
 }  // namespace rc::api

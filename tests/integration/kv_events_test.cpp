@@ -251,6 +251,8 @@ TEST(kv_events, more_readers_than_the_limit_are_refused_until_one_leaves) {
     const auto [refused, retry_after] = events_status(s.openai_port());
     EXPECT_EQ(refused, 429) << "a ninth reader";
     EXPECT_FALSE(retry_after.empty());
+    // Round three: the cap was per port, so the Ollama port streamed to eight more.
+    EXPECT_EQ(events_status(s.ollama_port()).first, 429) << "the cap is the server's, not a port's";
     readers.pop_back();  // leaves at its next tick; its slot is free once the server's write fails
     EXPECT_TRUE(rc::test::poll_until([&] { return events_status(s.openai_port()).first == 200; })) << "a reader left: room for another";
 }
