@@ -141,10 +141,14 @@ int status(const status_flags & f) {
         nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
         for (const auto & h : snap->hosts) hosts.push_back(fleet::to_json(h));
         nlohmann::ordered_json out = {{"schema", fleet::fleet_schema_version}, {"hosts", hosts},
-                                      {"triager", snap->triager.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(snap->triager)}};
+                                      {"triager", snap->triager.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(snap->triager)},
+                                      {"alarms", snap->alarms}};
         std::cout << out.dump(2) << "\n";
         return 0;
     }
+    // First: during an alarm (NOSPACE) etcd refuses writes, so agents cannot register or renew.
+    for (const auto & a : snap->alarms)
+        std::cout << "etcd ALARM: " << a << " — etcd refuses writes until it is cleared (docs/FLEET.md \"Failure modes\")\n";
     if (snap->hosts.empty()) {
         std::cout << "No hosts in the fleet yet: start `rustycage agent --etcd " << f.etcd.endpoints << " --host-id NAME --data-dir DIR` on each.\n";
         return 0;

@@ -2,11 +2,14 @@
 // and their expiry, watch, elections, and failover when a member dies.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <thread>
 
 #include "etcd_cluster.h"
 #include "fleet/etcd/etcd_gateway.h"
+#include "http/http_client.h"
 
 namespace rc::fleet {
 namespace {
@@ -60,6 +63,42 @@ TEST(etcd_real, kv_and_transactions) {
     EXPECT_TRUE(g.txn({etcd_compare::value_is("k", "3")}, {etcd_op::del("k")})->succeeded);
     EXPECT_TRUE(g.get("k")->kvs.empty());
     EXPECT_EQ(g.del("fleet/hosts/", true).value(), 2);
+}
+
+// Round three: during a NOSPACE alarm the agent logged "etcd_unreachable" without etcd's words and
+// `fleet status` said nothing of the alarm. alarms() reads them; a refused write carries etcd's error.
+TEST(etcd_real, an_active_alarm_is_read_and_a_refused_write_says_why) {
+    REQUIRE_ETCD();
+    etcd_cluster c(1);
+    ASSERT_TRUE(c.wait_healthy());
+    auto g = gateway(c.endpoint_list());
+    auto none = g.alarms();
+    ASSERT_TRUE(none.ok()) << none.err().message;
+    EXPECT_TRUE(none->empty());
+    // Raise NOSPACE by hand (what a full backend does), on the member that answers.
+    auto post = [&](const std::string & path, const nlohmann::json & body) {
+        http::client_request r;
+        r.method = "POST";
+        r.url = c.endpoint_list()[0] + "/v3/" + path;
+        r.headers = {"Content-Type: application/json"};
+        r.body = body.dump();
+        auto reply = http::call(r);
+        return reply.ok() ? nlohmann::json::parse(reply->body, nullptr, false) : nlohmann::json();
+    };
+    const auto status = post("maintenance/status", nlohmann::json::object());
+    ASSERT_TRUE(status.contains("header")) << status.dump();
+    const std::string member = status["header"]["member_id"];
+    post("maintenance/alarm", {{"action", "ACTIVATE"}, {"memberID", member}, {"alarm", "NOSPACE"}});
+    auto raised = g.alarms();
+    ASSERT_TRUE(raised.ok()) << raised.err().message;
+    ASSERT_EQ(raised->size(), 1u);
+    EXPECT_EQ(raised->at(0).rfind("NOSPACE on member ", 0), 0u) << raised->at(0);
+    auto refused = g.put("fleet/hosts/a", "x");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.err().message.find("database space exceeded"), std::string::npos) << refused.err().message;
+    post("maintenance/alarm", {{"action", "DEACTIVATE"}, {"memberID", member}, {"alarm", "NOSPACE"}});
+    EXPECT_TRUE(g.alarms()->empty());
+    EXPECT_TRUE(g.put("fleet/hosts/a", "x").ok());
 }
 
 TEST(etcd_real, leases_keep_keys_alive_and_expire_them) {

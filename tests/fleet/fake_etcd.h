@@ -80,6 +80,14 @@ class fake_etcd final : public fleet::etcd_client {
         if (it == leases_.end()) return fleet::etcd_lease_ttl{-1, 0};
         return fleet::etcd_lease_ttl{it->second, it->second};
     }
+    result<std::vector<std::string>> alarms() override {
+        std::lock_guard<std::mutex> l(mu_);
+        return alarms_;
+    }
+    void set_alarms(std::vector<std::string> a) {
+        std::lock_guard<std::mutex> l(mu_);
+        alarms_ = std::move(a);
+    }
     result<fleet::etcd_watch_end> watch(const std::string &, int64_t, const fleet::etcd_events_fn &, const fleet::stop_fn &) override {
         return make_error(errc::unavailable, "the fake does not watch");
     }
@@ -198,6 +206,7 @@ class fake_etcd final : public fleet::etcd_client {
     int64_t rev_ = 1;
     int64_t next_lease_ = 1000;
     bool down_ = false;
+    std::vector<std::string> alarms_;
 };
 
 }  // namespace rc::test

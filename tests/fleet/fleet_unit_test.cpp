@@ -58,6 +58,11 @@ TEST(fleet_view, a_record_not_on_a_lease_is_shown_ignored_not_up) {
     EXPECT_NE(by_id["fake"].why.find("not on a lease"), std::string::npos) << by_id["fake"].why;
     EXPECT_FALSE(by_id["fake"].record.has_value());
     EXPECT_EQ(by_id["real"].state, "up") << by_id["real"].why;
+    EXPECT_TRUE(fleet->alarms.empty());
+    etcd.set_alarms({"NOSPACE on member 8e9e05c52164694d"});
+    auto alarmed = read_fleet(etcd, keys);
+    ASSERT_TRUE(alarmed.ok());
+    EXPECT_EQ(alarmed->alarms, std::vector<std::string>{"NOSPACE on member 8e9e05c52164694d"}) << "the picture carries etcd's alarms";
 }
 
 TEST(fleet_keys, layout_is_the_documented_one) {

@@ -115,6 +115,9 @@ class etcd_client {
     virtual result<int64_t> keepalive(int64_t lease) = 0;
     virtual status revoke(int64_t lease) = 0;
     virtual result<etcd_lease_ttl> time_to_live(int64_t lease) = 0;
+    // The cluster's active alarms, as "NOSPACE on member 8e9e05c52164694d" (none: empty). During
+    // NOSPACE etcd refuses writes: agents cannot register or renew. Clients without the call say none.
+    virtual result<std::vector<std::string>> alarms() { return std::vector<std::string>{}; }
 
     // Delivers the changes of keys under `prefix` from `start_revision` on, in order, until
     // should_stop() (then next_revision is where to resume) or a compaction. The stream breaking

@@ -1,6 +1,8 @@
 #include "fleet/etcd/etcd_gateway.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 
@@ -304,6 +306,25 @@ result<etcd_lease_ttl> etcd_gateway::time_to_live(int64_t lease) {
     t.ttl = j->contains("TTL") ? to_int64(j.value(), "TTL") : -1;
     t.granted_ttl = to_int64(j.value(), "grantedTTL");
     return t;
+}
+
+result<std::vector<std::string>> etcd_gateway::alarms() {
+    auto j = call("maintenance/alarm", {{"action", "GET"}, {"memberID", "0"}, {"alarm", "NONE"}});
+    if (!j.ok()) return j.err();
+    std::vector<std::string> out;
+    for (const auto & a : j->value("alarms", json::array())) {
+        if (!a.is_object()) continue;
+        const std::string kind = a.value("alarm", "NONE");
+        if (kind == "NONE") continue;
+        std::string member = a.contains("memberID") ? a["memberID"].dump() : "?";
+        if (a.contains("memberID") && a["memberID"].is_string()) {  // a decimal uint64 in the JSON gateway
+            char hex[32];
+            std::snprintf(hex, sizeof hex, "%llx", std::strtoull(a["memberID"].get<std::string>().c_str(), nullptr, 10));
+            member = hex;
+        }
+        out.push_back(kind + " on member " + member);
+    }
+    return out;
 }
 
 result<etcd_watch_end> etcd_gateway::watch(const std::string & prefix, int64_t start_revision, const etcd_events_fn & on_events,

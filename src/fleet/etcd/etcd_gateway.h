@@ -74,6 +74,7 @@ class etcd_gateway final : public etcd_client {
     result<int64_t> keepalive(int64_t lease) override;
     status revoke(int64_t lease) override;
     result<etcd_lease_ttl> time_to_live(int64_t lease) override;
+    result<std::vector<std::string>> alarms() override;
     result<etcd_watch_end> watch(const std::string & prefix, int64_t start_revision, const etcd_events_fn & on_events,
                                  const stop_fn & should_stop) override;
     result<etcd_leader> campaign(const std::string & name, int64_t lease, const std::string & value, const stop_fn & should_stop) override;

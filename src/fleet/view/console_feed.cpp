@@ -10,6 +10,7 @@ result<nlohmann::ordered_json> read_console_document(etcd_client & etcd, const f
     if (!fleet.ok()) return fleet.err();
     nlohmann::ordered_json doc = {{"schema", 1}};
     doc["triager"] = fleet.value().triager.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(fleet.value().triager);
+    doc["alarms"] = fleet.value().alarms;
     doc["hosts"] = nlohmann::ordered_json::array();
     for (const auto & h : fleet.value().hosts) doc["hosts"].push_back(to_json(h));
     doc["incidents"] = nlohmann::ordered_json::array();

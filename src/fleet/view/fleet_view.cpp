@@ -98,6 +98,7 @@ result<fleet_snapshot> read_fleet(etcd_client & etcd, const fleet_keys & keys) {
         out.hosts.push_back(std::move(h));
     }
     if (auto l = etcd.leader(keys.triager_election()); l.ok() && l->has_value()) out.triager = (*l)->value;
+    if (auto a = etcd.alarms(); a.ok()) out.alarms = std::move(a.value());
     out.incidents = std::move(incidents.value());
     return out;
 }

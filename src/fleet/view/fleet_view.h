@@ -51,6 +51,7 @@ struct incident_view {
 struct fleet_snapshot {
     std::vector<host_view> hosts;          // by id
     std::string triager;                   // the elected triager's host, or ""
+    std::vector<std::string> alarms;       // etcd's active alarms (etcd_client::alarms): NOSPACE stops registrations
     std::vector<incident_view> incidents;  // newest first, as read_incidents (read anyway for open_incidents)
 };
 result<fleet_snapshot> read_fleet(etcd_client & etcd, const fleet_keys & keys);

@@ -60,6 +60,7 @@ export default {
     const triagerCard = statCard('Triager');
     const rolloutCard = statCard('Rollouts');
     cards.append(hostsCard.el, incidentsCard.el, triagerCard.el, rolloutCard.el);
+    const alarmsLine = h('div', { class: 'fleet-alarms error', id: 'fleet-alarms', hidden: true });
 
     const hosts = dataTable({
       caption: 'Hosts',
@@ -89,7 +90,7 @@ export default {
         { label: 'Issue', render: issueLink },
       ],
     });
-    body.append(cards, section('Hosts', hosts.el), section('Rollouts', rollouts), section('Incidents', incidents.el));
+    body.append(alarmsLine, cards, section('Hosts', hosts.el), section('Rollouts', rollouts), section('Incidents', incidents.el));
     root.append(h('h1', { class: 'page-title', text: 'Fleet' }), status, body);
 
     let shown = '';
@@ -126,6 +127,9 @@ export default {
         setText(incidentsCard.sub, `${formatNumber((doc.incidents ?? []).length)} recorded`);
         setText(triagerCard.value, doc.triager ?? 'none elected');
         setText(triagerCard.sub, 'files triaged incidents on GitHub');
+        const alarms = doc.alarms ?? [];
+        alarmsLine.hidden = alarms.length === 0;
+        setText(alarmsLine, alarms.length ? `etcd alarm: ${alarms.join('; ')} — etcd refuses writes: hosts cannot register or renew their leases` : '');
         const active = (doc.rollouts ?? []).filter((r) => !['done', 'failed', 'rolled_back', 'aborted'].includes(r.state));
         setText(rolloutCard.value, formatNumber(active.length));
         setText(rolloutCard.sub, `${formatNumber((doc.rollouts ?? []).length)} known`);
