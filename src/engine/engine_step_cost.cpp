@@ -59,7 +59,7 @@ void engine::impl::observe_step(int n_tokens, double ms) {
     steps.cost_fixed_ms.store(step_cost.fixed_ms());
     steps.cost_per_token_ms.store(step_cost.per_token_ms());
     if (was_calibrated && !step_cost.calibrated())
-        rc::log::warn("engine", "step_cost_forgotten", {{"reason", "steps took a tenth or ten times what it predicted"}, {"tokens", n_tokens}, {"ms", ms}});
+        rc::log::warn("engine", "step_cost_forgotten", {{"reason", "its per-token cost alone predicted ten times what three small steps took"}, {"tokens", n_tokens}, {"ms", ms}});
     if (!was_calibrated && step_cost.calibrated())
         rc::log::info("engine", "step_cost_learned", {{"fixed_ms", step_cost.fixed_ms()}, {"per_token_ms", step_cost.per_token_ms()}, {"tokens", n_tokens}});
     if (!cost_cache || !step_cost.settled() || !step_cost.consistent()) return;

@@ -1,6 +1,8 @@
 #include "gateway/host_table.h"
 
+#include <algorithm>
 #include <thread>
+#include <utility>
 
 #include "fleet/host/server_probe.h"
 #include "gateway/request_shape.h"
@@ -148,8 +150,7 @@ void host_table::lapse(entry & e) {
     if (!e.record) return;
     e.lapsed = std::move(e.record);
     e.record.reset();
-    e.lapsed_checked = false;
-    e.lapsed_silent = false;
+    e.lapsed_seen = entry::lapsed_probe::none;
     e.lapsed_wait = 0;
     e.lapsed_gap = 1;
 }
@@ -173,19 +174,15 @@ void host_table::probe_lapsed(std::chrono::milliseconds timeout) {
         auto it = hosts_.find(id);
         if (it == hosts_.end() || it->second.record || !it->second.lapsed || it->second.lapsed->openai_url != url) continue;
         auto & e = it->second;
-        const bool was = e.lapsed_checked && !e.lapsed_silent;
+        const auto seen = answers ? entry::lapsed_probe::answers : entry::lapsed_probe::silent;
         if (answers) {
-            // Serving (again): routable, and probed every round so that a stop is seen at once.
-            e.lapsed_checked = true;
-            e.lapsed_silent = false;
-            e.lapsed_gap = 1;
+            e.lapsed_gap = 1;  // serving (again): probed every round, so that a stop is seen at once
         } else {
             // Down, yet probed on (its server may come back before its agent reaches etcd).
-            e.lapsed_silent = true;
             e.lapsed_wait = e.lapsed_gap - 1;
             e.lapsed_gap = std::min(e.lapsed_gap * 2, lapsed_backoff_max_rounds);
         }
-        if (was != (e.lapsed_checked && !e.lapsed_silent) || !answers) changed();
+        if (std::exchange(e.lapsed_seen, seen) != seen) changed();
     }
 }
 
@@ -207,13 +204,13 @@ host_view host_table::view(const std::string & id, const entry & e, steady::time
     std::vector<fleet::health_observation> obs;
     for (const auto & [_, o] : e.observations) obs.push_back(o);
     const fleet::host_record * rec = e.record ? &*e.record : nullptr;
-    if (!rec && e.lapsed && e.lapsed_silent) {
+    if (!rec && e.lapsed && e.lapsed_seen == entry::lapsed_probe::silent) {
         v.state = "down";
         v.why = "its lease expired or was revoked and its server does not answer (probed again with backoff)";
     } else if (!rec && e.lapsed) {
         rec = &*e.lapsed;
         v.state = "unreachable";
-        v.why = e.lapsed_checked ? "its lease lapsed (its agent cannot reach etcd) but its server answers"
+        v.why = e.lapsed_seen == entry::lapsed_probe::answers ? "its lease lapsed (its agent cannot reach etcd) but its server answers"
                                  : "its lease lapsed; checking whether its server still answers";
     } else {
         v.state = fleet::derive_host_state(e.record, obs, v.why);

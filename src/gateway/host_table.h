@@ -117,8 +117,9 @@ class host_table {
     struct entry {
         std::optional<fleet::host_record> record;
         std::optional<fleet::host_record> lapsed;  // the last record, after its lease lapsed
-        bool lapsed_checked = false;               // a probe has answered since
-        bool lapsed_silent = false;                // the last probe found no server: down
+        // What the last probe of a lapsed host's server found: none yet (unreachable, routed on its
+        // record), an answer (unreachable, serving), or silence (down, probed again with backoff).
+        enum class lapsed_probe { none, answers, silent } lapsed_seen = lapsed_probe::none;
         int lapsed_wait = 0, lapsed_gap = 1;       // rounds before the next probe; the gap after the next silence
         int64_t ignored_revision = 0;              // the last record refused (logged once per write)
         std::map<std::string, fleet::health_observation> observations;  // by observer

@@ -197,17 +197,18 @@ void kv_event_feed::stop() {
     for (auto & [id, s] : all) end(s);
 }
 
+bool kv_event_feed::fresh(const stream_state & s, steady::time_point now) const { return s.connected && now - s.heard < opts_.stall_after; }
+
 bool kv_event_feed::trusted(const std::string & host) const {
     std::lock_guard lock(mu_);
     auto it = streams_.find(host);
-    return it != streams_.end() && it->second->connected && steady::now() - it->second->heard < opts_.stall_after;
+    return it != streams_.end() && fresh(*it->second, steady::now());
 }
 
 bool kv_event_feed::lost(const std::string & host) const {
     std::lock_guard lock(mu_);
     auto it = streams_.find(host);
-    if (it == streams_.end() || it->second->heard == steady::time_point{}) return false;
-    return !it->second->connected || steady::now() - it->second->heard >= opts_.stall_after;
+    return it != streams_.end() && it->second->heard != steady::time_point{} && !fresh(*it->second, steady::now());
 }
 
 kv_event_feed::host_number kv_event_feed::number_of(const std::string & host) {
@@ -236,7 +237,7 @@ void kv_event_feed::keys_for(const std::string & model, std::span<const host_num
     const auto now = steady::now();
     for (size_t i = 0; i < hosts.size(); ++i) {
         const stream_state * s = hosts[i] < by_number_.size() ? by_number_[hosts[i]].get() : nullptr;
-        if (!s || !s->connected || now - s->heard >= opts_.stall_after) continue;
+        if (!s || !fresh(*s, now)) continue;
         out[i].trusted = true;
         for (const auto & [id, src] : s->sources)
             if (src.model == model) out[i].keys = src.keys;
@@ -251,7 +252,7 @@ nlohmann::ordered_json kv_event_feed::to_json() const {
         nlohmann::ordered_json models = nlohmann::ordered_json::array();
         for (const auto & [sid, so] : s->sources) models.push_back(so.model);
         out[id] = {{"connected", s->connected},
-                   {"trusted", s->connected && now - s->heard < opts_.stall_after},
+                   {"trusted", fresh(*s, now)},
                    {"epoch", s->epoch},
                    {"seq", s->seq},
                    {"models", models},

@@ -97,6 +97,7 @@ class kv_event_feed {
         steady::time_point heard{};
         uint64_t snapshots = 0, changes = 0, reconnects = 0;
     };
+    bool fresh(const stream_state & s, steady::time_point now) const;  // connected, heard from within stall_after (under mu_)
     void run(const std::shared_ptr<stream_state> & s);
     void apply(stream_state & s, const std::string & event, const nlohmann::json & data);
     void apply_source(stream_state & s, const nlohmann::json & src);

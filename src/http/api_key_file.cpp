@@ -9,16 +9,11 @@
 #include <cstring>
 
 #include "http/request_guard.h"
+#include "util/ascii.h"
 
 namespace rc::http {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string_view::npos) return {};
-    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 std::string octal_mode(mode_t m) {
     char buf[8];

@@ -12,6 +12,7 @@
 
 #include "fake_etcd.h"
 #include "fleet/host/membership.h"
+#include "support/loopback_server.h"
 #include "support/poll.h"
 #include "support/port.h"
 
@@ -67,25 +68,17 @@ class lapsed_peer : public ::testing::Test {
 // A stand-in for b's server on `port`: /v1/health/ready answers `status`, and counts the probes.
 struct peer_server {
     explicit peer_server(int port) {
-        http.Get("/v1/health/ready", [this](const httplib::Request &, httplib::Response & r) {
+        server.http.Get("/v1/health/ready", [this](const httplib::Request &, httplib::Response & r) {
             ++probes;
             r.status = status.load();
             r.set_content(r.status == 200 ? R"({"status":"ready"})" : R"({"message":"loading"})", "application/json");
         });
-        bound = http.bind_to_port("127.0.0.1", port);
-        if (!bound) return;
-        thread = std::thread([this] { http.listen_after_bind(); });
-        http.wait_until_ready();
+        bound = server.start(port);
     }
-    ~peer_server() {
-        http.stop();
-        if (thread.joinable()) thread.join();
-    }
-    httplib::Server http;
     std::atomic<int> status{200};
     std::atomic<int> probes{0};
+    test::loopback_server server;  // after what its handler reads: stopped before they go
     bool bound = false;
-    std::thread thread;
 };
 
 // The NOSPACE case: b's lease lapsed while its server was down (restarting), then its server answers

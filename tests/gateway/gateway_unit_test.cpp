@@ -8,12 +8,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <tuple>
 
 #include "fake_etcd.h"
+#include "support/loopback_server.h"
 #include "support/port.h"
 #include "gateway/host_table.h"
 #include "gateway/kv_event_feed.h"
@@ -385,14 +387,12 @@ TEST(host_table, a_lapsed_host_whose_server_answers_again_is_routable_without_re
 
     // Its server answers again; the agent still has not registered. Rounds until the gateway sees it.
     std::atomic<int> probes{0};
-    httplib::Server server;
-    server.Get("/v1/health/ready", [&](const httplib::Request &, httplib::Response & res) {
+    auto server = std::make_unique<test::loopback_server>();
+    server->http.Get("/v1/health/ready", [&](const httplib::Request &, httplib::Response & res) {
         ++probes;
         res.set_content(R"({"status":"ready"})", "application/json");
     });
-    ASSERT_TRUE(server.bind_to_port("127.0.0.1", port));
-    std::thread serving([&] { server.listen_after_bind(); });
-    server.wait_until_ready();
+    ASSERT_TRUE(server->start(port));
     int rounds = 0;
     while (t.state_of("a") != "unreachable" && rounds < 20) {
         t.probe_lapsed(std::chrono::milliseconds(300));
@@ -404,22 +404,18 @@ TEST(host_table, a_lapsed_host_whose_server_answers_again_is_routable_without_re
     EXPECT_EQ(t.host("a")->url, r.openai_url);
 
     // It stops again: down at the next round, then probed after 1, 2, 4, 8, 8... rounds.
-    server.stop();
-    serving.join();
+    server.reset();
     t.probe_lapsed(std::chrono::milliseconds(300));
     EXPECT_EQ(t.state_of("a"), "down");
     probes = 0;
-    httplib::Server again;
-    again.Get("/v1/health/ready", [&](const httplib::Request &, httplib::Response & res) {
+    server = std::make_unique<test::loopback_server>();
+    server->http.Get("/v1/health/ready", [&](const httplib::Request &, httplib::Response & res) {
         ++probes;
         res.status = 503;  // answers, but not ready: still down, and counted
     });
-    ASSERT_TRUE(again.bind_to_port("127.0.0.1", port));
-    std::thread serving_again([&] { again.listen_after_bind(); });
-    again.wait_until_ready();
+    ASSERT_TRUE(server->start(port));
     for (int i = 0; i < 24; ++i) t.probe_lapsed(std::chrono::milliseconds(300));
-    again.stop();
-    serving_again.join();
+    server.reset();
     // After the silence above: waits of 0 (gap 1), 1, 3, 7, 7 rounds between probes: probes at rounds
     // 1, 3, 7, 15, 23 of these 24.
     EXPECT_EQ(probes.load(), 5) << "backoff doubling to every 8 rounds";

@@ -1,7 +1,6 @@
 // The HTTP client's kept connections (http_client.h `reuse_connection`): round three found the
 // gateway opening a TCP connection per forwarded chat (880 chats, 880 connections), most of what it
 // added per request. Calls that ask to reuse one do, from any thread; the others do not.
-#include <cpp-httplib/httplib.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,36 +10,31 @@
 #include <vector>
 
 #include "http/http_client.h"
+#include "support/loopback_server.h"
 
 namespace {
 
 // A stand-in host that notes the client port of every request: one port, one connection.
 struct port_recorder {
     port_recorder() {
-        http.Post("/echo", [this](const httplib::Request & req, httplib::Response & res) {
+        server.http.Post("/echo", [this](const httplib::Request & req, httplib::Response & res) {
             {
                 std::lock_guard lock(mu);
                 ports.insert(req.remote_port);
             }
             res.set_content(req.body, "text/plain");
         });
-        port = http.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { http.listen_after_bind(); });
-        http.wait_until_ready();
-    }
-    ~port_recorder() {
-        http.stop();
-        thread.join();
+        EXPECT_TRUE(server.start());
+        port = server.port();
     }
     size_t connections() {
         std::lock_guard lock(mu);
         return ports.size();
     }
-    httplib::Server http;
     std::mutex mu;
     std::set<int> ports;
     int port = 0;
-    std::thread thread;
+    rc::test::loopback_server server;  // after what its handler uses: stopped before they go
 };
 
 rc::http::client_request echo(int port, bool reuse, const std::string & body) {

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+extern char ** environ;
+
 namespace rc::fleet {
 
 namespace fs = std::filesystem;
@@ -80,6 +82,11 @@ std::vector<std::string> server_environment(const char * const * env) {
         if (passed_to_server(entry.substr(0, eq))) out.emplace_back(entry);
     }
     return out;
+}
+
+child_environment::child_environment() : entries_(server_environment(environ)) {
+    for (auto & e : entries_) pointers_.push_back(e.data());
+    pointers_.push_back(nullptr);
 }
 
 result<fs::path> write_server_key_file(const fs::path & data_dir, const std::vector<std::string> & keys) {

@@ -24,6 +24,18 @@ bool passed_to_server(std::string_view name);
 // before fork: nothing between fork and exec may allocate.
 std::vector<std::string> server_environment(const char * const * env);
 
+// This process's environment as a child gets it (server_environment of `environ`), in the form
+// execve and posix_spawn take: built before fork, alive while the object lives.
+class child_environment {
+  public:
+    child_environment();
+    char * const * envp() const { return pointers_.data(); }
+
+  private:
+    std::vector<std::string> entries_;
+    std::vector<char *> pointers_;
+};
+
 // The server's API keys, one per line, in <data_dir>/secrets/server-api-keys: the directory 0700
 // and the file 0600, both owned by this process's user (a directory that is not is refused: someone
 // else could swap the file), written whole by a rename. Returns its absolute path, to pass as

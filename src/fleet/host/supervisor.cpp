@@ -21,8 +21,6 @@
 #include "util/log.h"
 #include "util/small_file.h"
 
-extern char ** environ;
-
 namespace rc::fleet {
 
 namespace {
@@ -197,10 +195,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
     argv.push_back(nullptr);
     // Not the agent's environment: its tokens and keys must not reach a process that runs whatever
     // a rollout installed (server_secrets.h).
-    const std::vector<std::string> env = server_environment(environ);
-    std::vector<char *> envp;
-    for (const auto & e : env) envp.push_back(const_cast<char *>(e.c_str()));
-    envp.push_back(nullptr);
+    const child_environment env;
     int fds[2];
     if (argv.size() < 2 || pipe2(fds, O_CLOEXEC) != 0) return -1;
     const pid_t parent = getpid();
@@ -221,7 +216,7 @@ int supervisor::run_child(bool & reached_ready, clock::time_point & ready_at) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, nullptr);  // the agent blocks SIGTERM/SIGINT for sigwait; the server must not inherit that
-        execve(argv[0], argv.data(), envp.data());
+        execve(argv[0], argv.data(), env.envp());
         _exit(127);
     }
     close(fds[1]);

@@ -20,8 +20,6 @@
 #include "util/log.h"
 #include "util/sha256.h"
 
-extern char ** environ;
-
 namespace rc::fleet {
 
 namespace {
@@ -51,12 +49,9 @@ int run_tool(const std::vector<std::string> & args, std::string & out) {
     for (const auto & a : args) argv.push_back(const_cast<char *>(a.c_str()));
     argv.push_back(nullptr);
     // tar reads an artifact from the network: it gets no more of the agent's secrets than a server does.
-    const std::vector<std::string> env = server_environment(environ);
-    std::vector<char *> envp;
-    for (const auto & e : env) envp.push_back(const_cast<char *>(e.c_str()));
-    envp.push_back(nullptr);
+    const child_environment env;
     pid_t pid = 0;
-    const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+    const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), env.envp());
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (rc != 0) {
