@@ -104,7 +104,7 @@ result<device_plan> plan_device(const model_entry & e, const engine::engine_opti
 
     auto choice = fit_to_device(in);
     // The compute buffers were measured for the whole context asked for. Without flash attention
-    // they grow with it (bench-1b at --ctx-size 16384: the room of 15 of its 16 layers), so a fit
+    // they grow with it (bench-tiny: 67 MB at 4096 cells, 174 MB at 16384), so a fit
     // that gave up layers or cells for them would have fared better with a smaller pool: measured
     // again at the smallest pool the fit may choose, the two measures give compute per cell, and the
     // fit runs again with it — all layers with a smaller pool win over fewer with a larger one.
