@@ -114,6 +114,19 @@ void set_model_keys(gguf_context * out, const preset & p, const std::string & mo
     if (p.extra_keys != nullptr) {
         p.extra_keys(out, p);
     }
+    for (const key_value & kv : p.keys) {
+        const std::string k = key(p, std::string(kv.suffix).c_str());
+        if (const auto * u = std::get_if<uint32_t>(&kv.value)) {
+            gguf_set_val_u32(out, k.c_str(), *u);
+        } else if (const auto * f = std::get_if<float>(&kv.value)) {
+            gguf_set_val_f32(out, k.c_str(), *f);
+        } else if (const auto * b = std::get_if<bool>(&kv.value)) {
+            gguf_set_val_bool(out, k.c_str(), *b);
+        } else {
+            const auto arr = std::get<std::span<const uint32_t>>(kv.value);
+            gguf_set_arr_data(out, k.c_str(), GGUF_TYPE_UINT32, arr.data(), arr.size());
+        }
+    }
 
     // gguf has no "copy one key" call, so copy everything into a scratch context, drop what is not
     // a tokenizer key, and merge the rest (arrays of strings included) in one gguf_set_kv.

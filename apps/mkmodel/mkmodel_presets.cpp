@@ -183,11 +183,17 @@ constexpr matrix_type_choice k_matrix_types[] = {
 }  // namespace
 
 std::span<const preset> all_presets() {
-    return k_presets;
+    static const std::vector<preset> all = [] {
+        std::vector<preset> v(std::begin(k_presets), std::end(k_presets));
+        const auto families = family_presets();
+        v.insert(v.end(), families.begin(), families.end());
+        return v;
+    }();
+    return all;
 }
 
 const preset * find_preset(std::string_view name) {
-    for (const preset & p : k_presets) {
+    for (const preset & p : all_presets()) {
         if (p.name == name) {
             return &p;
         }

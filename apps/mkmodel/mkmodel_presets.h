@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 struct gguf_context;
@@ -38,6 +39,12 @@ struct ssm_shape {
     uint32_t state_size = 0;      // d_state: SSM state per inner channel
     uint32_t time_step_rank = 0;  // dt_rank: width of the low-rank dt projection
     bool dt_b_c_rms = false;      // RMS-norm dt, B and C (FalconMamba); false for Mamba
+};
+
+// One more hyperparameter key, <arch>.<suffix>: a number, a flag, or a per-layer array.
+struct key_value {
+    std::string_view suffix = {};
+    std::variant<uint32_t, float, bool, std::span<const uint32_t>> value = uint32_t{0};
 };
 
 struct preset {
@@ -74,13 +81,19 @@ struct preset {
     llama_ftype file_type = LLAMA_FTYPE_MOSTLY_F16;
     weight_scales scales{};
 
-    // The tensors of the model, in file order; vocab describes the copied tokenizer.
+    // The tensors of the model, in file order; vocab describes the copied tokenizer. Null: the list
+    // llama.cpp's loader asks for (mkmodel_loader_tensors.h), less drop_tensors.
     std::vector<tensor_spec> (*tensors)(const preset & p, const vocab_info & vocab) = nullptr;
+    std::span<const std::string_view> drop_tensors = {};  // name parts of optional tensors the family lacks
+    std::span<const key_value> keys = {};                  // hyperparameters beyond the common ones
     // Keys beyond the common hyperparameters (e.g. ssm.* for a recurrent model); may be null.
     void (*extra_keys)(gguf_context * ctx, const preset & p) = nullptr;
 };
 
 std::span<const preset> all_presets();
+
+// The architecture matrix's families (mkmodel_family_presets.cpp); part of all_presets().
+std::span<const preset> family_presets();
 
 // nullptr when no preset has that name.
 const preset * find_preset(std::string_view name);

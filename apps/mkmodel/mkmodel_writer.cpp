@@ -1,5 +1,7 @@
 #include "mkmodel_writer.h"
 
+#include "mkmodel_loader_tensors.h"
+
 #include "mkmodel_gguf_ptr.h"
 #include "mkmodel_metadata.h"
 #include "mkmodel_tensor_data.h"
@@ -129,16 +131,24 @@ result<model_report> write_model(const model_request & req) {
         return tok.err();
     }
 
-    assert(p.tensors != nullptr && "every preset lists its tensors");
-    const std::vector<tensor_spec> specs = p.tensors(p, tok.value().info);
+    gguf_ptr out_ctx(gguf_init_empty());
+    set_model_keys(out_ctx.get(), p, req.name, tok.value());
+
+    std::vector<tensor_spec> specs;
+    if (p.tensors != nullptr) {
+        specs = p.tensors(p, tok.value().info);
+    } else {
+        auto listed = tensors_from_loader(out_ctx.get(), p);
+        if (!listed.ok()) {
+            return listed.err();
+        }
+        specs = std::move(listed.value());
+    }
     for (const tensor_spec & t : specs) {
         if (auto s = check_spec(p, t); !s.ok()) {
             return s.err();
         }
     }
-
-    gguf_ptr out_ctx(gguf_init_empty());
-    set_model_keys(out_ctx.get(), p, req.name, tok.value());
 
     // Tensor descriptors only (no_alloc): gguf needs name, type and shape to lay out the file.
     const ggml_init_params params{/*.mem_size =*/(specs.size() + 1) * ggml_tensor_overhead(), /*.mem_buffer =*/nullptr,
