@@ -11,10 +11,19 @@
 #   tiny-mamba     recurrent (Mamba-1) chat model: per-sequence state instead of a KV cache
 #   bench-tiny     2 layers x 256 with a 32k vocabulary: its compute buffers grow with the context
 #                  (tiny-chat's are its 152k-token logits whatever the context), for the fit's tests
+#   <family>-f32   the architecture matrix (tests/integration/architecture_matrix_test.cpp): one model per
+#                  family the lab runs, in F32 so that resuming from a tier must give identical greedy
+#                  output (docs/KV_TIERING.md, "Numerics")
+set(families tiny-llama3 tiny-qwen3 tiny-gemma3 tiny-cohere2 tiny-qwen3moe tiny-gpt-oss tiny-deepseek2
+             tiny-qwen35 tiny-granite4 tiny-lfm2 tiny-mamba2 tiny-rwkv7)
+set(family_specs "")
+foreach(family ${families})
+  list(APPEND family_specs "${family}-f32|--preset|${family}|--type|f32")
+endforeach()
 file(MAKE_DIRECTORY ${OUT})
 foreach(spec "tiny-chat|--preset;tiny-chat" "tiny-chat-q8|--preset;tiny-chat;--type;q8_0"
              "tiny-chat-f32|--preset;tiny-chat;--type;f32" "tiny-embed|--preset;tiny-embed"
-             "tiny-mamba|--preset;tiny-mamba" "bench-tiny|--preset;bench-tiny")
+             "tiny-mamba|--preset;tiny-mamba" "bench-tiny|--preset;bench-tiny" ${family_specs})
   string(REPLACE "|" ";" parts "${spec}")
   list(GET parts 0 name)
   list(SUBLIST parts 1 -1 args)

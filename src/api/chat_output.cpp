@@ -139,6 +139,25 @@ bool template_supports_thinking(const std::string & chat_template) {
     return st && thinks;  // a template llama.cpp cannot parse (or render within its budget) cannot think either
 }
 
+bool template_calls_tools(const std::string & chat_template) {
+    if (chat_template.empty() || !llama::check_template_size(chat_template)) return false;
+    bool calls = false;
+    auto st = llama::run_template("chat template", [&] {
+        auto tmpls = common_chat_templates_init(nullptr, chat_template);
+        if (!tmpls) return;
+        common_chat_templates_inputs in;
+        common_chat_msg user;
+        user.role = "user";
+        user.content = "hi";
+        in.messages = {user};
+        in.tools = {{"probe", "", R"({"type":"object","properties":{"x":{"type":"integer"}}})"}};
+        in.tool_choice = COMMON_CHAT_TOOL_CHOICE_REQUIRED;
+        const common_chat_params params = common_chat_templates_apply(tmpls.get(), in);
+        calls = !params.grammar.empty() && !params.grammar_lazy;  // what tool_choice "required" needs (chat_format.cpp)
+    });
+    return st && calls;
+}
+
 bool model_supports_thinking(const llama::model & m) {
     if (!m.templates()) return false;
     if (mentions_reasoning(common_chat_templates_source(m.templates()))) return true;

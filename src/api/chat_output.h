@@ -78,6 +78,11 @@ class chat_output_parser {
 // Whether a chat template renders a thinking section: it takes enable_thinking, or it knows
 // <think> / reasoning_content (templates that always reason).
 bool template_supports_thinking(const std::string & chat_template);
+
+// Whether llama.cpp finds a tool-call format in the template that a forced call can be held to: the
+// "tools" capability means the server can return a parsed tool call, not that the template mentions
+// tools (DeepSeek-V3.1's calls tools without the word; a template that only lists them cannot).
+bool template_calls_tools(const std::string & chat_template);
 // The same for a loaded model's templates.
 bool model_supports_thinking(const llama::model & m);
 

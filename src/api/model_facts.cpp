@@ -51,8 +51,7 @@ std::shared_ptr<const model_facts> read_facts(const models::model_entry & e) {
         f->capabilities = {"embedding"};
     } else {
         f->capabilities = {"completion"};
-        // Templates without a tools branch would drop tool definitions from the prompt.
-        if (f->chat_template.find("tools") != std::string::npos) f->capabilities.push_back("tools");
+        if (template_calls_tools(f->chat_template)) f->capabilities.push_back("tools");
         if (template_supports_thinking(f->chat_template)) f->capabilities.push_back("thinking");
     }
     uint64_t n_params = m.get_uint("general.parameter_count").value_or(m.n_params);
