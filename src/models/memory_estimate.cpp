@@ -46,14 +46,26 @@ memory_estimate estimate_memory(const model_entry & e, const engine::engine_opti
     const uint64_t head_v = get("attention.value_length", n_embd / n_head);
     const uint64_t ctx_train = get("context_length", 4096);
     const uint64_t n_ctx = opts.n_ctx > 0 ? static_cast<uint64_t>(opts.n_ctx) : ctx_train;
-    uint64_t per_token = n_layer * n_head_kv * (head_k + head_v) * kv_cell_bytes(opts.kv_type);
+    // As engine.cpp decides: sliding-window, recurrent and hybrid memories keep no idle conversations
+    // in the context (snapshots), and a model without attention heads has no per-token cache at all.
+    const bool snapshots = get("attention.sliding_window", 0) > 0 || md->find(arch + ".ssm.state_size") ||
+                           md->find(arch + ".wkv.head_size") || md->find(arch + ".shortconv.l_cache");
+    const bool attention = md->get_uint(arch + ".attention.head_count").value_or(1) > 0;
+    uint64_t per_token = attention ? n_layer * n_head_kv * (head_k + head_v) * kv_cell_bytes(opts.kv_type) : 0;
     if (opts.kv_type == GGML_TYPE_Q8_0) per_token = per_token * 34 / 32 + 1;
     est.kv_cache = n_ctx * per_token;
     const uint64_t n_vocab = std::max<uint64_t>(array_size(*md, "tokenizer.ggml.tokens"), 32000);
-    const uint64_t n_ubatch = static_cast<uint64_t>(std::max(1, opts.n_ubatch));
-    // Output logits for every parallel sequence, activations of one micro-batch, and slack for the
-    // scheduler's graph buffers.
-    est.buffers = n_vocab * 4 * (static_cast<uint64_t>(opts.n_parallel) + 1) + n_ubatch * n_embd * 4 * 12 + (32ull << 20);
+    const uint64_t n_ubatch = static_cast<uint64_t>(std::max(1, std::min(opts.n_ubatch, opts.n_batch)));
+    // llama.cpp reserves its compute buffer for the worst-case graph: a whole micro-batch through the
+    // lm head (n_vocab F32 logits per token, whatever is output) and, without flash attention, the
+    // attention scores of a micro-batch against every cell. The allocator reuses memory between the
+    // two, so the larger counts, plus the activations of one micro-batch. Then the output buffer: the
+    // logits of every sequence id (engine.cpp's n_seq_max). Measured against llama.cpp's own figures on
+    // every generated family (tests/integration/architecture_matrix_test.cpp): within 10 %.
+    const uint64_t lm_head = n_vocab * 4 * n_ubatch;
+    const uint64_t scores = opts.flash_attn || !attention ? 0 : n_ctx * n_ubatch * n_head * 4;
+    const uint64_t n_seq_max = static_cast<uint64_t>(opts.n_parallel + (snapshots ? 0 : std::max(0, opts.kv.cached_sequences)) + 1);
+    est.buffers = std::max(lm_head, scores) + n_ubatch * n_embd * 4 * 12 + n_vocab * 4 * n_seq_max + (8ull << 20);
     return est;
 }
 

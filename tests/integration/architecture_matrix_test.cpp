@@ -335,6 +335,30 @@ TEST_P(architecture_matrix, a_shared_prefix_is_reported_and_never_changes_the_an
     }
 }
 
+// The memory estimate a server admits a model with (weights, cells of every layer's cache or state,
+// compute buffers) against what llama.cpp allocates for it: the fit's measure at a device cap that
+// holds everything.
+TEST_P(architecture_matrix, the_memory_estimate_is_within_ten_percent_of_what_llama_cpp_allocates) {
+    const family & f = GetParam();
+    auto size_of = [&](std::vector<std::string> args) -> json {
+        auto s = serve(f, std::move(args));
+        if (!s.started()) return json();
+        chat(s.openai_port(), chat_body(f.name, {{{"role", "user"}, {"content", "hi"}}}, 2));
+        httplib::Client o("127.0.0.1", s.ollama_port());
+        auto ps = o.Get("/api/ps");
+        if (!ps || ps->status != 200) return json();
+        const json doc = json::parse(ps->body);
+        return doc["models"].empty() ? json() : doc["models"][0];
+    };
+    const json estimated = size_of({});
+    const json measured = size_of({"--device-memory", "1TiB", "--fit-margin", "0"});
+    ASSERT_TRUE(estimated.is_object() && measured.is_object() && measured.contains("fit")) << measured.dump();
+    const double est = estimated["size"].get<double>();
+    const double real = measured["fit"]["device_bytes"].get<double>();
+    std::printf("matrix: family=%s check=fit estimate=%.0f measured=%.0f ratio=%.3f\n", f.name, est, real, est / real);
+    EXPECT_NEAR(est / real, 1.0, 0.10) << "estimate " << est << " against llama.cpp's " << real << ": " << measured["fit"].dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(families, architecture_matrix, ::testing::ValuesIn(k_families),
                          [](const ::testing::TestParamInfo<family> & param) {
                              std::string name = param.param.name;
