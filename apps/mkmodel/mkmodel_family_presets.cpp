@@ -72,6 +72,10 @@ constexpr key_value k_deepseek2_keys[] = {
     {"expert_gating_func", uint32_t{1}},  // softmax, as DeepSeek-V2
 };
 
+// Harmony's markers, absent from the Llama 3 vocabulary (the tree has no o200k_harmony).
+constexpr std::string_view k_harmony_tokens[] = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+                                                 "<|constrain|>", "<|return|>", "<|call|>"};
+
 // DeepSeek-V2 routes by softmax and has no expert-score bias (V3's sigmoid routing does).
 constexpr std::string_view k_deepseek2_drop[] = {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
                                                  "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "output.bias",
@@ -123,14 +127,51 @@ constexpr key_value k_mamba2_keys[] = {
     {"ssm.group_count", uint32_t{1}},
 };
 
-// RWKV-7: 4 heads of 32 and the low-rank adapters of the 0.1B release, scaled down.
+// RWKV-7: 2 heads of 64 (every release's head size; llama.cpp's CPU kernel steps through a head 64
+// floats at a time on AVX-512, so a 32-float head read past its row and mixed heads and sequences)
+// and the low-rank adapters of the 0.1B release, scaled down.
 constexpr key_value k_rwkv7_keys[] = {
-    {"wkv.head_size", uint32_t{32}},
+    {"wkv.head_size", uint32_t{64}},
     {"attention.decay_lora_rank", uint32_t{32}},
     {"attention.iclr_lora_rank", uint32_t{32}},
     {"attention.value_residual_mix_lora_rank", uint32_t{32}},
     {"attention.gate_lora_rank", uint32_t{32}},
     {"token_shift_count", uint32_t{2}},
+};
+
+// Bench sizes (0.9-1.2 GB in Q8_0) for the three layouts whose tiering differs from a dense model's:
+// the resume benchmark per family (bench/families.sh). Shapes of the smallest real releases.
+
+// Gemma 3 1B: 26 layers of 1152, 4 heads of 256, one KV head, 512-token windows, every 6th layer global.
+constexpr key_value k_bench_gemma3_keys[] = {
+    {"attention.sliding_window", uint32_t{512}},
+    {"attention.sliding_window_pattern", uint32_t{6}},
+    {"attention.key_length", uint32_t{256}},
+    {"attention.value_length", uint32_t{256}},
+    {"rope.freq_base_swa", 10000.0f},
+};
+
+// Qwen3-30B-A3B's layout at 1/4 width and half depth: 32 experts of 384, 4 used.
+constexpr key_value k_bench_qwen3moe_keys[] = {
+    {"expert_count", uint32_t{32}},
+    {"expert_used_count", uint32_t{4}},
+    {"expert_feed_forward_length", uint32_t{384}},
+};
+
+// Qwen3.5-0.8B: 24 layers of 1024, attention every 4th layer (8 heads of 256, 2 KV heads, a quarter
+// of each head rotated), gated delta net with 16 heads of 128.
+constexpr uint32_t k_bench_qwen35_rope_sections[] = {11, 11, 10, 0};
+constexpr key_value k_bench_qwen35_keys[] = {
+    {"full_attention_interval", uint32_t{4}},
+    {"attention.key_length", uint32_t{256}},
+    {"attention.value_length", uint32_t{256}},
+    {"rope.dimension_count", uint32_t{64}},
+    {"rope.dimension_sections", std::span<const uint32_t>(k_bench_qwen35_rope_sections)},
+    {"ssm.conv_kernel", uint32_t{4}},
+    {"ssm.inner_size", uint32_t{2048}},
+    {"ssm.state_size", uint32_t{128}},
+    {"ssm.time_step_rank", uint32_t{16}},
+    {"ssm.group_count", uint32_t{16}},
 };
 
 // The common tiny shape; each entry overrides what its family needs.
@@ -159,6 +200,22 @@ constexpr preset tiny(std::string_view name, std::string_view summary, std::stri
     };
 }
 
+// A bench-size body: Q8_0, tied embeddings and 0.02 weights as bench-1b (its text is never read).
+constexpr preset bench(preset p, uint32_t n_layer, uint32_t n_embd, uint32_t n_head, uint32_t n_head_kv, uint32_t n_ff,
+                       uint32_t n_ctx) {
+    p.n_layer = n_layer;
+    p.n_embd = n_embd;
+    p.n_head = n_head;
+    p.n_head_kv = n_head_kv;
+    p.n_ff = n_ff;
+    p.n_ctx = n_ctx;
+    p.tied_embeddings = true;
+    p.matrix_type = GGML_TYPE_Q8_0;
+    p.file_type = LLAMA_FTYPE_MOSTLY_Q8_0;
+    p.scales = {.embd = 0.02f, .matrix = 0.02f, .output = 0.02f};
+    return p;
+}
+
 constexpr preset with(preset p, std::span<const key_value> keys, std::span<const std::string_view> drop = {}) {
     p.keys = keys;
     p.drop_tensors = drop;
@@ -180,6 +237,26 @@ constexpr preset mla(preset p) {
     return p;
 }
 
+constexpr preset with_special_tokens(preset p, std::span<const std::string_view> tokens) {
+    p.special_tokens = tokens;
+    return p;
+}
+
+// Command R ties its lm head to the embeddings and multiplies the logits by logit_scale (0.25): at the
+// usual 0.02 the tiny model's logits were flat and greedy choices near-ties. Its embeddings are drawn
+// at this std instead.
+constexpr preset embedding_scale(preset p, float std) {
+    p.scales.embd = std;
+    return p;
+}
+
+// RWKV-7's projections at 0.1 decayed its state so fast that greedy text settled on 5 tokens of 24;
+// at 0.2 it varies like the others.
+constexpr preset matrix_scale(preset p, float std) {
+    p.scales.matrix = std;
+    return p;
+}
+
 constexpr preset layer_norm(preset p, float eps) {
     p.norm = norm_kind::layer;
     p.norm_eps = eps;
@@ -196,15 +273,17 @@ const preset k_family_presets[] = {
     with(tiny("tiny-gemma3", "gemma3 (iSWA: 128-token windows on every other layer), 4 x 128, F16, Gemma 4 tokenizer and template",
               "gemma3", "ggml-vocab-gemma-4.gguf", "google-gemma-4-31B-it.jinja"),
          k_gemma3_keys, k_no_biases),
-    with(layer_norm(tiny("tiny-cohere2", "cohere2 (iSWA, Command R7B), 4 x 128, F16, Command-R tokenizer and tool template",
-                         "cohere2", "ggml-vocab-command-r.gguf", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja"),
-                    1e-5f),
+    with(embedding_scale(layer_norm(tiny("tiny-cohere2", "cohere2 (iSWA, Command R7B), 4 x 128, F16, Command-R tokenizer and tool template",
+                                      "cohere2", "ggml-vocab-command-r.gguf", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja"),
+                                 1e-5f),
+                         0.5f),
          k_cohere2_keys, k_no_biases),
     with(tiny("tiny-qwen3moe", "qwen3moe (8 experts, 2 used), 4 x 128, F16, Qwen tokenizer, Qwen3 template", "qwen3moe",
               "ggml-vocab-qwen2.gguf", "Qwen-Qwen3-0.6B.jinja"),
          k_qwen3moe_keys, k_no_biases),
-    with(tiny("tiny-gpt-oss", "gpt-oss (MoE + iSWA + attention sinks), 4 x 128, F16, Llama 3 BPE tokenizer, gpt-oss harmony template",
-              "gpt-oss", "ggml-vocab-llama-bpe.gguf", "openai-gpt-oss-120b.jinja"),
+    with(with_special_tokens(tiny("tiny-gpt-oss", "gpt-oss (MoE + iSWA + attention sinks), 4 x 128, F16, Llama 3 BPE tokenizer with harmony's markers, gpt-oss template",
+                                  "gpt-oss", "ggml-vocab-llama-bpe.gguf", "openai-gpt-oss-120b.jinja"),
+                             k_harmony_tokens),
          k_gpt_oss_keys),
     with(mla(tiny("tiny-deepseek2", "deepseek2 (MLA, MoE with a shared expert), 4 x 128, F16, DeepSeek tokenizer, DeepSeek-V3.1 template",
                   "deepseek2", "ggml-vocab-deepseek-llm.gguf", "deepseek-ai-DeepSeek-V3.1.jinja")),
@@ -221,11 +300,24 @@ const preset k_family_presets[] = {
     with(recurrent(tiny("tiny-mamba2", "mamba2 (recurrent, 4 heads of 64), 4 x 128, F16, GPT-NeoX tokenizer, ChatML template",
                         "mamba2", "ggml-vocab-gpt-neox.gguf", "Qwen-Qwen2.5-7B-Instruct.jinja")),
          k_mamba2_keys, k_no_biases),
-    with(layer_norm(recurrent(tiny("tiny-rwkv7", "rwkv7 (recurrent), 4 x 128, F16, GPT-NeoX tokenizer, RWKV World template", "rwkv7",
+    with(matrix_scale(layer_norm(recurrent(tiny("tiny-rwkv7", "rwkv7 (recurrent, 2 heads of 64), 4 x 128, F16, GPT-NeoX tokenizer, RWKV World template", "rwkv7",
                                    "ggml-vocab-gpt-neox.gguf", "llama-cpp-rwkv-world.jinja"),
                               384),
                     1e-5f),
+                      0.2f),
          k_rwkv7_keys),
+    with(bench(tiny("bench-gemma3", "gemma3 iSWA, Gemma 3 1B shape (26 x 1152, 512-token windows), Q8_0, Gemma 4 tokenizer and template",
+                    "gemma3", "ggml-vocab-gemma-4.gguf", "google-gemma-4-31B-it.jinja"),
+               26, 1152, 4, 1, 6912, 32768),
+         k_bench_gemma3_keys, k_no_biases),
+    with(bench(tiny("bench-qwen3moe", "qwen3moe, 24 x 1024, 32 experts of 384 (4 used), Q8_0, Qwen tokenizer, Qwen3 template",
+                    "qwen3moe", "ggml-vocab-qwen2.gguf", "Qwen-Qwen3-0.6B.jinja"),
+               24, 1024, 16, 4, 3072, 32768),
+         k_bench_qwen3moe_keys, k_no_biases),
+    with(bench(tiny("bench-qwen35", "qwen35 hybrid, Qwen3.5-0.8B shape (24 x 1024, attention every 4th layer), Q8_0, Qwen3.5 tokenizer and template",
+                    "qwen35", "ggml-vocab-qwen35.gguf", "Qwen3.5-4B.jinja"),
+               24, 1024, 8, 2, 3584, 32768),
+         k_bench_qwen35_keys, k_no_biases),
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "mkmodel_metadata.h"
 
 #include <fstream>
+#include <span>
+#include <vector>
 #include <sstream>
 #include <system_error>
 
@@ -30,6 +32,39 @@ result<std::string> read_text_file(const std::filesystem::path & path, const std
 
 std::string key(const preset & p, const char * suffix) {
     return std::string(p.arch) + "." + suffix;
+}
+
+// Writes `names` over the vocab's reserved special tokens, in order, as control tokens.
+void rename_reserved_tokens(gguf_context * out, std::span<const std::string_view> names) {
+    if (names.empty()) {
+        return;
+    }
+    const int64_t tokens_id = gguf_find_key(out, "tokenizer.ggml.tokens");
+    const int64_t types_id = gguf_find_key(out, "tokenizer.ggml.token_type");
+    if (tokens_id < 0 || types_id < 0) {
+        return;
+    }
+    const size_t n = gguf_get_arr_n(out, tokens_id);
+    std::vector<std::string> tokens(n);
+    for (size_t i = 0; i < n; ++i) {
+        tokens[i] = gguf_get_arr_str(out, tokens_id, i);
+    }
+    const auto * types_data = static_cast<const int32_t *>(gguf_get_arr_data(out, types_id));
+    std::vector<int32_t> types(types_data, types_data + gguf_get_arr_n(out, types_id));
+    size_t next = 0;
+    for (size_t i = 0; i < n && next < names.size(); ++i) {
+        if (tokens[i].starts_with("<|reserved_special_token_")) {
+            tokens[i] = std::string(names[next++]);
+            types.at(i) = LLAMA_TOKEN_TYPE_CONTROL;
+        }
+    }
+    std::vector<const char *> ptrs;
+    ptrs.reserve(n);
+    for (const std::string & t : tokens) {
+        ptrs.push_back(t.c_str());
+    }
+    gguf_set_arr_str(out, "tokenizer.ggml.tokens", ptrs.data(), ptrs.size());
+    gguf_set_arr_data(out, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types.data(), types.size());
 }
 
 }  // namespace
@@ -145,6 +180,7 @@ void set_model_keys(gguf_context * out, const preset & p, const std::string & mo
     if (!tok.chat_template.empty()) {
         gguf_set_val_str(out, k_chat_template_key, tok.chat_template.c_str());
     }
+    rename_reserved_tokens(out, p.special_tokens);
 }
 
 }  // namespace rc::mkmodel

@@ -86,6 +86,10 @@ struct preset {
     std::vector<tensor_spec> (*tensors)(const preset & p, const vocab_info & vocab) = nullptr;
     std::span<const std::string_view> drop_tensors = {};  // name parts of optional tensors the family lacks
     std::span<const key_value> keys = {};                  // hyperparameters beyond the common ones
+    // Control tokens the template needs and the vocab lacks (gpt-oss's harmony markers on the Llama 3
+    // vocab): written in order over the vocab's <|reserved_special_token_N|> entries, so the vocab
+    // keeps its size and merges and the markers tokenize as one control token each, as in the release.
+    std::span<const std::string_view> special_tokens = {};
     // Keys beyond the common hyperparameters (e.g. ssm.* for a recurrent model); may be null.
     void (*extra_keys)(gguf_context * ctx, const preset & p) = nullptr;
 };

@@ -70,6 +70,15 @@ result<std::shared_ptr<model>> model::load(const std::vector<std::string> & path
         i.is_recurrent = llama_model_is_recurrent(m->model_);
         i.is_hybrid = llama_model_is_hybrid(m->model_);
         i.n_swa = llama_model_n_swa(m->model_);
+        // llama.cpp's CPU RWKV kernels step through a head 64 floats at a time on AVX-512 (the
+        // "left-overs" path never runs): a smaller head reads past its row into the next head's and
+        // the next sequence's state, so outputs mix across users and vary from run to run. Every
+        // RWKV release uses 64; refuse anything else rather than serve corrupted text.
+        const std::string wkv_head = m->meta(i.architecture + ".wkv.head_size");
+        if (!wkv_head.empty() && std::atoi(wkv_head.c_str()) % 64 != 0) {
+            return make_error(errc::invalid_argument, path + ": RWKV head size " + wkv_head +
+                                                          " is not a multiple of 64; llama.cpp's CPU kernels would mix heads and sequences");
+        }
     }
     std::string pooling = m->meta(i.architecture + ".pooling_type");
     i.is_embedding = (!pooling.empty() && pooling != "0") || !llama_model_has_decoder(m->model_);
