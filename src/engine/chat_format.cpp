@@ -5,11 +5,14 @@
 #include <json-schema-to-grammar.h>
 #include <json.h>
 
+#include <vector>
+
 
 #include "engine/sampler.h"
 #include "engine/schema_support.h"
 #include "engine/tool_call_grammar.h"
 #include "llama/template_budget.h"
+#include "util/log.h"
 
 namespace rc::engine {
 
@@ -37,13 +40,20 @@ bool accepts_generation_prompt(const llama::model & m, const std::string & gbnf,
 
 // The template's tool-call grammar with nothing allowed before the call, as far as the generation
 // prompt allows: Gemma 4 with thinking off puts a closed thought block (one of its repeated
-// `message`s) in the prompt, so there the repetition stays.
-std::string immediate_tool_call(const llama::model & m, const std::string & gbnf, const std::string & generation_prompt) {
+// `message`s) in the prompt, so there the repetition stays, holding thought blocks only.
+std::string immediate_tool_call(const llama::model & m, const std::string & gbnf, const std::string & generation_prompt, bool thinking) {
     // A grammar over the limits (a client's huge or deep tool schema) is never parsed here: the
     // sampler refuses it with the reason, and llama.cpp's parser recurses.
     if (!check_grammar_cost(m, gbnf)) return gbnf;
-    for (bool drop_repeated : {true, false}) {
-        std::string g = require_immediate_tool_call(gbnf, drop_repeated);
+    // With thinking off, first no reasoning either (a template whose prompt does not close the block
+    // would otherwise let the model think on). Then everything repeated before the call goes; where
+    // the generation prompt needs the repetition (a closed thought block), only its free text goes;
+    // failing all, the repetition stays. Each must accept the generation prompt it is fed.
+    const std::string kept_repetition = require_immediate_tool_call(gbnf, false);
+    std::vector<std::string> candidates;
+    if (!thinking) candidates.push_back(require_immediate_tool_call(gbnf, true, false));
+    candidates.insert(candidates.end(), {require_immediate_tool_call(gbnf, true), drop_free_text_in_repeated(kept_repetition), kept_repetition});
+    for (const std::string & g : candidates) {
         if (generation_prompt.empty() || accepts_generation_prompt(m, g, generation_prompt)) return g;
     }
     return gbnf;
@@ -108,7 +118,7 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in, s
         g.type = in.grammar.empty() ? COMMON_GRAMMAR_TYPE_TOOL_CALLS : COMMON_GRAMMAR_TYPE_USER;
         g.generation_prompt = params.generation_prompt;
         g.grammar = in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !in.tools.empty()
-                        ? immediate_tool_call(m, params.grammar, params.generation_prompt)
+                        ? immediate_tool_call(m, params.grammar, params.generation_prompt, in.enable_thinking)
                         : params.grammar;
         if (!in.tools.empty() && !in.parallel_tool_calls) g.grammar = allow_one_tool_call(g.grammar);
         g.lazy = params.grammar_lazy;
@@ -124,6 +134,8 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in, s
         g.type = COMMON_GRAMMAR_TYPE_USER;
         g.grammar = in.grammar;
     }
+    if (rc::log::current_level() == rc::log::level::debug && !g.grammar.empty())
+        rc::log::debug("engine", "grammar", {{"model", model_name}, {"lazy", g.lazy}, {"grammar", g.grammar}});
     if (auto st = check_enforceable(in, g, m, model_name); !st) return st.err();
 
     out.parser = common_chat_parser_params(params);

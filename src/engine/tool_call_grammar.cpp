@@ -49,7 +49,7 @@ bool is_name_char(char c) {
 
 }  // namespace
 
-std::string require_immediate_tool_call(const std::string & gbnf, bool drop_repeated) {
+std::string require_immediate_tool_call(const std::string & gbnf, bool drop_repeated, bool keep_reasoning) {
     span rhs;
     if (!find_root(gbnf, rhs)) return gbnf;
     const std::string root = gbnf.substr(rhs.begin, rhs.end - rhs.begin);
@@ -91,7 +91,7 @@ std::string require_immediate_tool_call(const std::string & gbnf, bool drop_repe
             size_t j = i;
             while (j < root.size() && is_name_char(root[j])) ++j;
             const bool quantified = j < root.size() && (root[j] == '?' || root[j] == '*');
-            const bool reasoning = is_reasoning_marker(groups.back().opening);
+            const bool reasoning = keep_reasoning && is_reasoning_marker(groups.back().opening);
             if ((drop_repeated && j < root.size() && root[j] == '*') || (is_free_text(gbnf, root.substr(i, j - i)) && !reasoning)) {
                 drop.push_back({i, quantified ? j + 1 : j});
             }
@@ -112,6 +112,44 @@ std::string require_immediate_tool_call(const std::string & gbnf, bool drop_repe
     }
     out.append(root, at, std::string::npos);
     return gbnf.substr(0, rhs.begin) + out + gbnf.substr(rhs.end);
+}
+
+std::string drop_free_text_in_repeated(const std::string & gbnf) {
+    span rhs;
+    if (!find_root(gbnf, rhs)) return gbnf;
+    const std::string root = gbnf.substr(rhs.begin, rhs.end - rhs.begin);
+    static const std::regex repeated_name(R"(([A-Za-z0-9_-]+)\*)");
+    static const std::regex name(R"([A-Za-z0-9_-]+)");
+    static const std::regex optional_group(R"(\(\s*([A-Za-z0-9_-]+)\s*\|\s*\))");  // (x | ) -> x
+    std::string out = gbnf;
+    for (std::sregex_iterator it(root.begin(), root.end(), repeated_name), end; it != end; ++it) {
+        const std::string rule = (*it)[1];
+        const std::string head = rule + " ::= ";
+        size_t at = out.rfind(head, 0) == 0 ? 0 : out.find("\n" + head);
+        if (at == std::string::npos) continue;
+        at = out.find(head, at) + head.size();
+        const size_t body_end = std::min(out.find('\n', at), out.size());
+        const std::string body = out.substr(at, body_end - at);
+        std::string kept;
+        size_t last = 0;
+        for (std::sregex_iterator n(body.begin(), body.end(), name), nend; n != nend; ++n) {
+            if (!is_free_text(gbnf, n->str())) continue;
+            kept.append(body, last, static_cast<size_t>(n->position()) - last);
+            last = static_cast<size_t>(n->position() + n->length());
+        }
+        kept.append(body, last, std::string::npos);
+        kept = std::regex_replace(kept, optional_group, "$1");
+        kept.erase(kept.find_last_not_of(' ') + 1);
+        if (kept == body || kept.find_first_not_of(" ()|") == std::string::npos) continue;
+        out = out.substr(0, at) + kept + out.substr(body_end);
+        // One such block at most: the one a generation prompt may hold (more would let the model
+        // think on without end, with thinking off).
+        span r;
+        find_root(out, r);
+        const size_t star = out.find(rule + "*", r.begin);
+        if (star != std::string::npos && star < r.end) out[star + rule.size()] = '?';
+    }
+    return out;
 }
 
 std::string allow_one_tool_call(const std::string & gbnf) {
