@@ -7,9 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rc::mkmodel {
 namespace {
