@@ -38,10 +38,10 @@ bool accepts_generation_prompt(const llama::model & m, const std::string & gbnf,
     return ok;
 }
 
-// The template's tool-call grammar with nothing allowed before the call, as far as the generation
-// prompt allows: Gemma 4 with thinking off puts a closed thought block (one of its repeated
+// The template's grammar with nothing allowed before the call (or the schema reply), as far as the
+// generation prompt allows: Gemma 4 with thinking off puts a closed thought block (one of its repeated
 // `message`s) in the prompt, so there the repetition stays, holding thought blocks only.
-std::string immediate_tool_call(const llama::model & m, const std::string & gbnf, const std::string & generation_prompt, bool thinking) {
+std::string immediate_structure(const llama::model & m, const std::string & gbnf, const std::string & generation_prompt, bool thinking) {
     // A grammar over the limits (a client's huge or deep tool schema) is never parsed here: the
     // sampler refuses it with the reason, and llama.cpp's parser recurses.
     if (!check_grammar_cost(m, gbnf)) return gbnf;
@@ -117,9 +117,12 @@ result<chat_prompt> render_chat(const llama::model & m, const chat_input & in, s
         // template's own format) is fed the generation prompt so the grammar starts in the right state.
         g.type = in.grammar.empty() ? COMMON_GRAMMAR_TYPE_TOOL_CALLS : COMMON_GRAMMAR_TYPE_USER;
         g.generation_prompt = params.generation_prompt;
-        g.grammar = in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !in.tools.empty()
-                        ? immediate_tool_call(m, params.grammar, params.generation_prompt, in.enable_thinking)
-                        : params.grammar;
+        // A forced call, or a schema reply with thinking off (gpt-oss's analysis channel would come
+        // first, free text the model may never end): nothing but the structure (and reasoning, when on).
+        const bool forced_call = in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !in.tools.empty();
+        const bool bare_schema = !in.json_schema.empty() && in.tools.empty() && !in.enable_thinking;
+        g.grammar = forced_call || bare_schema ? immediate_structure(m, params.grammar, params.generation_prompt, in.enable_thinking)
+                                               : params.grammar;
         if (!in.tools.empty() && !in.parallel_tool_calls) g.grammar = allow_one_tool_call(g.grammar);
         g.lazy = params.grammar_lazy;
         g.triggers = params.grammar_triggers;

@@ -54,9 +54,7 @@ const family k_families[] = {
      "starts but its arguments never close"},
     {"tiny-cohere2", "cohere2", true, true},
     {"tiny-qwen3moe", "qwen3moe", true, true, nullptr, true},
-    {"tiny-gpt-oss", "gpt-oss", true, true,
-     "gpt-oss's JSON reply: harmony has no way to turn reasoning off, and its analysis channel is free text until the "
-     "model ends it, so the schema is held only after that (a random model never does)"},
+    {"tiny-gpt-oss", "gpt-oss", true, true},
     {"tiny-deepseek2", "deepseek2", true, true, nullptr, true},
     {"tiny-qwen35", "qwen35", true, true, nullptr, false, k_rerendered},
     {"tiny-granite4", "granitehybrid", true, false},
