@@ -7,7 +7,6 @@
 
 #include <vector>
 
-
 #include "engine/sampler.h"
 #include "engine/schema_support.h"
 #include "engine/tool_call_grammar.h"
