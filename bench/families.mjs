@@ -3,7 +3,7 @@
 // to the host tier, against the same resume on a server that recomputes (no tiers), on the bench
 // sizes. One slot and a pool that holds one conversation: B's arrival pushes A out of the context.
 //
-//   node bench/families.mjs [--build build] [--reps 3] [--words 1400] [--presets bench-1b,bench-gemma3,...]
+//   node bench/families.mjs [--build build] [--reps 3] [--words 1000] [--ctx 2048] [--presets bench-1b,bench-gemma3,...]
 //                           [--out docs/bench/families]
 //
 // Per preset and repetition (fresh texts every repetition, both servers alike, order alternating):
@@ -22,10 +22,10 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 }, []));
 const build = args.build ?? 'build';
 const reps = Number(args.reps ?? 3);
-const words = Number(args.words ?? 1400);
+const words = Number(args.words ?? 1000);  // ~1,100-1,200 tokens
 const presets = (args.presets ?? 'bench-1b,bench-gemma3,bench-qwen3moe,bench-qwen35').split(',');
 const out = args.out ?? 'docs/bench/families';
-const ctx = Number(args.ctx ?? 3072);  // holds one conversation of ~2k tokens, not two
+const ctx = Number(args.ctx ?? 2048);  // holds one conversation, not two
 
 const cache = join(process.env.RUSTYCAGE_CACHE ?? join(homedir(), '.cache', 'rustycage'), 'models');
 mkdirSync(cache, { recursive: true });

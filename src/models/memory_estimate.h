@@ -1,9 +1,9 @@
 #pragma once
 // How much memory a model will take once loaded, estimated from its GGUF header before loading:
 // the weights (file size), the KV cache for the context the engine will create, and the compute
-// and output buffers. Used to keep loaded models within the memory budget. An estimate, erring
-// high: llama.cpp sizes its compute buffers from the graph, which is not known before loading; the
-// compute term follows what its worst-case reservation holds (memory_estimate.cpp).
+// and output buffers. Used to keep loaded models within the memory budget. An estimate: llama.cpp
+// sizes its compute buffers from the graph, which is not known before loading; the compute term
+// follows what its worst-case reservation holds (memory_estimate.cpp), within a few percent either way.
 #include <cstdint>
 
 #include "engine/engine.h"
