@@ -60,6 +60,10 @@ void add_engine_flags(CLI::App & cmd, engine_flags & f) {
     cmd.add_option("--kv-block-size", kv.block_size, "Tokens per KV block")->envname("RUSTYCAGE_KV_BLOCK_SIZE")->check(CLI::Range(1, 4096))->capture_default_str();
     cmd.add_option("--kv-cached-sequences", kv.cached_sequences, "Finished conversations kept in the context for reuse (0: none)")
         ->envname("RUSTYCAGE_KV_CACHED_SEQUENCES")->check(CLI::Range(0, 200))->capture_default_str();
+    cmd.add_option("--kv-checkpoint-blocks", kv.checkpoint_blocks,
+                   "Sliding-window, hybrid and recurrent models: keep a state every this many blocks of a prompt, besides message "
+                   "boundaries (0: only those)")
+        ->envname("RUSTYCAGE_KV_CHECKPOINT_BLOCKS")->check(CLI::Range(0, 4096))->capture_default_str();
     cmd.add_option_function<std::string>(
            "--kv-host-budget",
            [&f](const std::string & v) {

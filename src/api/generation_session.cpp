@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 
+#include "engine/message_boundaries.h"
 #include "engine/request_checks.h"
 #include "http/api_error.h"
 #include "util/safe_quote.h"
@@ -85,6 +86,8 @@ void generation_session::prepare(const models::model_entry & model, generation_i
     }
     rendered_prompts r = render_prompts(eng, in);
     prompts_ = std::move(r.prompts);
+    if (in.chat && in.context.empty() && eng.keeps_whole_states())
+        message_boundaries_ = engine::message_boundaries(m, *in.chat, prompts_.front(), in.render_memo).positions(static_cast<int>(prompts_.front().size()));
     if (r.chat) {
         grammar_ = std::move(r.chat->grammar);
         template_stops_ = std::move(r.chat->additional_stops);
@@ -178,6 +181,7 @@ void generation_session::submit(generation_input & in) {
         for (int i = 0; i < in.n; ++i) {
             engine::generation_request r = base;
             r.prompt = prompts_[p];
+            r.message_boundaries = message_boundaries_;
             // The choices of one prompt must differ: each gets the next seed.
             if (r.sampling.seed && i > 0) r.sampling.seed = *r.sampling.seed + static_cast<uint32_t>(i);
             auto ch = eng.submit(std::move(r));

@@ -153,6 +153,7 @@ class generation_session {
     engine::constraint grammar_;
     std::vector<std::string> template_stops_;
     std::vector<std::vector<llama_token>> prompts_;
+    std::vector<int> message_boundaries_;  // of a chat, for a model kept as whole states (engine/message_boundaries.h)
     std::vector<choice> choices_;
     size_t open_ = 0;
     std::optional<generation_meter> meter_;

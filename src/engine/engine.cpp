@@ -34,6 +34,10 @@ kv::kv_manager * engine::kv() const { return impl_->tiers(); }
 
 kv::kv_stats_snapshot engine::kv_stats() const { return impl_->plans() ? impl_->kv_exec->snapshot() : kv::kv_stats_snapshot{}; }
 
+bool kept_whole(const llama::model_info & info) {
+    return !info.is_embedding && (info.is_recurrent || info.is_hybrid || info.n_swa > 0);
+}
+
 result<llama_context_params> context_params(const llama::model_info & info, const engine_options & opts) {
     int n_ctx = opts.n_ctx > 0 ? opts.n_ctx : info.n_ctx_train;
     // Encoders with learned absolute positions (BERT) cannot see past their training length.
@@ -42,10 +46,10 @@ result<llama_context_params> context_params(const llama::model_info & info, cons
     auto cp = llama_context_default_params();
     cp.n_ctx = static_cast<uint32_t>(n_ctx);
     // Sequence ids: running + idle conversations kept for reuse + one scratch for block moves.
-    // Prefix reuse moves per-token attention KV. Recurrent, hybrid and sliding-window memories do not
-    // split into position ranges that way: they go through the tiers as whole-sequence snapshots
-    // (engine_kv.cpp), and keep no idle conversations in the context.
-    const bool per_token_kv = !info.is_embedding && !info.is_recurrent && !info.is_hybrid && info.n_swa == 0;
+    // Prefix reuse moves per-token attention KV. Memories kept whole do not split into position ranges
+    // that way: they go through the tiers as states kept at checkpoints (engine_kv.cpp), and keep no
+    // idle conversations in the context.
+    const bool per_token_kv = !info.is_embedding && !kept_whole(info);
     const int max_idle = per_token_kv ? std::max(0, opts.kv.cached_sequences) : 0;
     cp.n_seq_max = static_cast<uint32_t>(opts.n_parallel + max_idle + 1);
     if (cp.n_seq_max > 256) return make_error(errc::invalid_argument, "parallel + cached sequences must stay below 256");
@@ -93,8 +97,8 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     if (!params) return params.err();
     const auto & cp = params.value();
     const int n_ctx = static_cast<int>(cp.n_ctx);
-    const bool per_token_kv = !info.is_embedding && !info.is_recurrent && !info.is_hybrid && info.n_swa == 0;
-    const bool snapshots = !info.is_embedding && !per_token_kv;
+    const bool snapshots = kept_whole(info);
+    const bool per_token_kv = !info.is_embedding && !snapshots;
     const int max_idle = per_token_kv ? std::max(0, opts.kv.cached_sequences) : 0;
     const int threads = static_cast<int>(cp.n_threads);
     e->impl_->ctx = llama_init_from_model(m->get(), cp);
@@ -109,7 +113,7 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
     if (!info.is_embedding) {
         // A recurrent memory keeps one state per sequence, not a cell per token: no cell budget.
         const bool per_token_cells = !info.is_recurrent || info.is_hybrid;
-        kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1};
+        kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1, opts.kv.checkpoint_blocks};
         const auto layout = snapshots ? kv::memory_layout::whole_snapshots : kv::memory_layout::blocks;
         const auto identity = kv_identity_of(*m, cp);
         auto exec = kv_executor::open(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1), layout, po, opts.kv, identity);

@@ -53,6 +53,11 @@ struct engine_options {
     std::filesystem::path step_cost_file;
 };
 
+// Whether a model's memory of a sequence exists only whole (recurrent, hybrid and sliding-window
+// memories: no per-token KV that a prefix can be cut from): it goes through the tiers as states kept
+// at checkpoints (kv::snapshot_planner) instead of blocks. False for embedding models (no memory).
+bool kept_whole(const llama::model_info & info);
+
 // "f16", "f32", "q8_0" → the KV cell type; nullopt for anything else.
 std::optional<ggml_type> parse_kv_type(const std::string & name);
 
@@ -121,6 +126,9 @@ class engine {
     std::shared_ptr<llama::model> model_ptr() const { return model_; }
     int n_ctx() const { return n_ctx_; }
     bool is_embedding() const { return model_->info().is_embedding; }
+    // A memory kept as whole states (recurrent, hybrid, sliding-window: kept_whole): a prefix resumes
+    // only where a state was stored, so a request names its message boundaries to keep one there.
+    bool keeps_whole_states() const { return kept_whole(model_->info()); }
     // The tiers below the context, or null when prefix caching is off / for embedding models.
     kv::kv_manager * kv() const;
 

@@ -120,7 +120,7 @@ bool engine::impl::try_admit(std::unique_ptr<sequence> & s) {
 
 void engine::impl::ready_to_prefill(std::unique_ptr<sequence> s) {
     if (!s->resumed) s->n_reused = s->n_past;
-    if (!s->resumed && plans()) s->checkpoint_at = kv_exec->planner().checkpoint_at(s->n_past, s->n_prompt);
+    if (!s->resumed) next_checkpoint(*s);
     active.push_back(std::move(s));
 }
 

@@ -135,6 +135,7 @@ struct engine::impl {
     std::unique_ptr<sequence> make_sequence(pending_request && p);
     bool try_admit(std::unique_ptr<sequence> & s);  // false: no room yet (s stays with the caller)
     void ready_to_prefill(std::unique_ptr<sequence> s);  // its reused prefix is in place: into `active`
+    void next_checkpoint(sequence & s);                    // where its prefill next stops to keep its state
     int running_now() const;
 
     // Prefix reuse, eviction, preemption and tiering: the planner decides, these apply through the

@@ -265,6 +265,10 @@ void engine::impl::store(sequence & s, int from, const std::shared_ptr<kv::write
     kv_exec->store(s.id, toks, s.keys, from, s.n_past, s.n_prompt, group);
 }
 
+void engine::impl::next_checkpoint(sequence & s) {
+    s.checkpoint_at = plans() ? kv_exec->planner().checkpoint_at(s.n_past, s.n_prompt, s.req.message_boundaries) : -1;
+}
+
 void engine::impl::store_filled(sequence & s, int n_past_before) {
     // A block goes below the context as soon as it is full, while its sequence runs: when the
     // sequence finishes, is demoted or swapped out, only its last partial block is left to copy, so

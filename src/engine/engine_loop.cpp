@@ -195,7 +195,7 @@ bool engine::impl::decode_generate() {
         s.n_past += e.n_tokens;
         if (s.checkpoint_at == s.n_past) {  // (see ready_to_prefill)
             store(s, 0);
-            s.checkpoint_at = -1;
+            next_checkpoint(s);
         }
     }
     if (rc::log::current_level() == rc::log::level::debug)  // not the fields' formatting on every step otherwise

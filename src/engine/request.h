@@ -42,7 +42,11 @@ struct generation_request {
     int logprobs_top = -1;                 // -1: no logprobs; 0: chosen token only; N: with N alternatives
     bool normalize_embedding = true;       // embed: L2-normalise the pooled vector
     bool truncate_prompt = false;          // a prompt longer than the context keeps its tail instead of failing
-    std::string cache_salt;                // KV tiering isolation (issue: KV tiers); unused by the engine today
+    std::string cache_salt;                // KV tiering isolation (docs/KV_TIERING.md)
+    // Prompt positions where a message ends (the system prompt, the history before the reply): a
+    // model whose state is kept whole keeps one there, so a conversation that shares them resumes
+    // from them (kv_planner::checkpoint_at). Ignored by models kept in blocks.
+    std::vector<int> message_boundaries;
 };
 
 enum class finish_reason { none, stop, length, cancelled, error };

@@ -32,6 +32,7 @@ struct kv_options {
     size_t disk_budget = 0;              // bytes
     bool write_through = false;          // true: a finished request is reported only once its blocks are on disk
     int cached_sequences = 8;            // idle conversations kept in the context (T0)
+    int checkpoint_blocks = 8;           // models kept as whole states: one every this many blocks of a prompt (0: none)
     int io_threads = 1;
     // The server's KV event log (kv_events.h): the tiers' blocks are a source in it, named `model`.
     std::shared_ptr<kv_event_log> events;

@@ -34,6 +34,9 @@ namespace rc::kv {
 struct planner_options {
     int block_size = 64;
     int n_cells = 4096;  // cells of the context (< 0: no per-token cells, a recurrent memory)
+    // A memory kept whole: a state is also kept every this many blocks of a prompt (0: only at the
+    // message boundaries the caller names and one token before the prompt's end).
+    int checkpoint_blocks = 0;
 };
 
 // How the context's memory of a sequence can be cut (kv_planner::make picks the planner).
@@ -124,10 +127,12 @@ class kv_planner {
     // What a decode step that took the sequence from `before` to `after` tokens made storable while
     // it runs (a block_planner: the blocks it filled; a snapshot_planner: nothing, it stores at the end).
     virtual store_plan plan_filled(std::span<const int32_t> tokens, key_chain & keys, int before, int after, int prompt_end) const = 0;
-    // Where a fresh prompt's prefill stops so that its state is stored (-1: nowhere). A state that
-    // cannot be cut back is kept one token before the prompt's end: it serves both a regenerate and a
-    // resume that diverges where the reply began.
-    virtual int checkpoint_at(int n_past, int n_prompt) const = 0;
+    // Where a prompt's prefill, now at `n_past`, next stops so that its state is stored (-1: nowhere).
+    // A state that cannot be cut back is kept at checkpoints: the message boundaries in `boundaries`
+    // (the end of the system prompt, of the history; none shorter than a block), every checkpoint_blocks
+    // blocks, and one token before the prompt's end (a regenerate, or a resume that diverges where
+    // the reply began). Each is one stored state, evicted least recently used first like a block.
+    virtual int checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const = 0;
 
   protected:
     kv_planner(const planner_options & opts, const kv_identity & id, const block_index * index, const alias_table * aliases)
@@ -153,7 +158,7 @@ class block_planner final : public kv_planner {
                           std::span<const seq_view> context) const override;
     store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const override;
     store_plan plan_filled(std::span<const int32_t> tokens, key_chain & keys, int before, int after, int prompt_end) const override;
-    int checkpoint_at(int, int) const override { return -1; }
+    int checkpoint_at(int, int, std::span<const int>) const override { return -1; }
 
   private:
     bool cuts_back() const override { return true; }
@@ -170,7 +175,7 @@ class snapshot_planner final : public kv_planner {
     // The state after all of `tokens` (only that one exists), when `to` is their end.
     store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const override;
     store_plan plan_filled(std::span<const int32_t>, key_chain &, int, int, int) const override { return {}; }
-    int checkpoint_at(int n_past, int n_prompt) const override { return index_ && n_prompt - 1 > n_past ? n_prompt - 1 : -1; }
+    int checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const override;
 
   private:
     bool cuts_back() const override { return false; }

@@ -35,4 +35,14 @@ store_plan snapshot_planner::plan_store(std::span<const int32_t> tokens, key_cha
     return plan;
 }
 
+int snapshot_planner::checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const {
+    if (!index_ || n_prompt - 1 <= n_past) return -1;
+    int next = n_prompt - 1;
+    const int every = opts_.checkpoint_blocks * opts_.block_size;
+    if (every > 0) next = std::min(next, (n_past / every + 1) * every);
+    for (int b : boundaries)  // (one shorter than a block is not worth a state)
+        if (b > n_past && b < next && b >= opts_.block_size) next = b;
+    return next;
+}
+
 }  // namespace rc::kv

@@ -1,6 +1,7 @@
 // Whole-sequence snapshots for a recurrent model (tiny-mamba, ARCHITECTURE.md §5): its state is not
 // per-token KV, so the tiers hold the state after exactly N tokens. Greedy output after restoring
-// a snapshot from host RAM, from disk and after a restart must equal a run that recomputed.
+// a snapshot from host RAM, from disk and after a restart must equal a run that recomputed. States are
+// kept at checkpoints: message boundaries, every few blocks, one token before a prompt's end.
 #include <filesystem>
 
 #include "engine_fixture.h"
@@ -14,8 +15,9 @@ namespace {
 
 class kv_snapshots : public ::testing::Test {
   protected:
-    std::unique_ptr<engine::engine> start(size_t host_budget, bool disk) {
+    std::unique_ptr<engine::engine> start(size_t host_budget, bool disk, int checkpoint_blocks = 8) {
         engine::engine_options o;
+        o.kv.checkpoint_blocks = checkpoint_blocks;
         o.n_ctx = 2048;
         o.n_parallel = 2;
         o.kv.block_size = 16;
@@ -26,9 +28,10 @@ class kv_snapshots : public ::testing::Test {
         }
         return start_engine("tiny-mamba", o);
     }
-    static run_result run(engine::engine & e, const std::vector<llama_token> & prompt, int max_tokens = 12) {
+    static run_result run(engine::engine & e, const std::vector<llama_token> & prompt, int max_tokens = 12, std::vector<int> boundaries = {}) {
         engine::generation_request r;
         r.prompt = prompt;
+        r.message_boundaries = std::move(boundaries);
         r.sampling.temperature = 0;
         r.max_tokens = max_tokens;
         auto out = collect(*submit_ok(e, r));
@@ -128,4 +131,52 @@ TEST_F(kv_snapshots, snapshots_survive_a_restart_on_disk) {
     auto fresh = start(0, false);
     ASSERT_TRUE(fresh);
     EXPECT_EQ(run(*fresh, turn2).tokens, r.tokens);
+}
+
+TEST_F(kv_snapshots, a_prompt_sharing_a_message_boundary_resumes_from_the_state_kept_there) {
+    // Two conversations with one system prompt: the first keeps a state where the system prompt ends
+    // (its message boundary), the second starts from it and computes only its own question.
+    auto e = start(64u << 20, false, 0);
+    ASSERT_TRUE(e);
+    const auto system = tokens(*e, prompt_a);
+    const int boundary = static_cast<int>(system.size());
+    auto with = [&](const char * question) {
+        auto t = system;
+        auto q = e->model().tokenize(question, false, false);
+        t.insert(t.end(), q.begin(), q.end());
+        return t;
+    };
+    const auto first = with(" Then tell me about paper mills.");
+    const auto second = with(" Which cities printed the most books?");
+    run(*e, first, 4, {boundary});
+    auto r = run(*e, second, 12, {boundary});
+    EXPECT_EQ(r.done.usage.cached_tokens, boundary) << "the state at the end of the shared system prompt";
+
+    auto fresh = start(0, false);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(run(*fresh, second).tokens, r.tokens) << "resumed from a checkpoint, the output of recomputing";
+}
+
+TEST_F(kv_snapshots, a_long_prompt_keeps_a_state_every_few_blocks_so_an_edit_recomputes_at_most_those) {
+    // Blocks of 16, a state every 2 blocks: an edit at token 45 of a long prompt resumes from token 32.
+    auto e = start(64u << 20, false, 2);
+    ASSERT_TRUE(e);
+    auto long_prompt = tokens(*e, std::string(prompt_a) + " " + prompt_b + " " + prompt_a);
+    ASSERT_GT(long_prompt.size(), 48u);
+    run(*e, long_prompt, 4);
+    auto edited = long_prompt;
+    edited.resize(45);
+    auto tail = e->model().tokenize(" and the bread of monks", false, false);
+    edited.insert(edited.end(), tail.begin(), tail.end());
+    auto r = run(*e, edited);
+    EXPECT_EQ(r.done.usage.cached_tokens, 32) << "the last checkpoint before the edit (2 blocks of 16, twice)";
+
+    auto none = start(64u << 20, false, 0);
+    ASSERT_TRUE(none);
+    run(*none, long_prompt, 4);
+    EXPECT_EQ(run(*none, edited).done.usage.cached_tokens, 0) << "without checkpoints in the prompt, nothing before the edit";
+
+    auto fresh = start(0, false);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(run(*fresh, edited).tokens, r.tokens);
 }

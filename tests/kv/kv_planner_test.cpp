@@ -302,9 +302,24 @@ TEST(kv_planner, snapshots_store_the_whole_state_once_and_only_at_its_end) {
     EXPECT_EQ(whole.blocks[0].key, planner.chain("").key_at(t, 10));
     idx.put(whole.blocks[0].key, tier_name::host);
     EXPECT_TRUE(planner.plan_store(t, keys, 0, 10, 10).blocks.empty()) << "not stored twice";
-    EXPECT_EQ(planner.checkpoint_at(0, 10), 9) << "one token before the prompt's end";
-    EXPECT_EQ(planner.checkpoint_at(9, 10), -1);
-    EXPECT_EQ(snapshot_planner({4, -1}, ident(), nullptr).checkpoint_at(0, 10), -1) << "nothing below: nothing to keep";
+    EXPECT_EQ(planner.checkpoint_at(0, 10, {}), 9) << "one token before the prompt's end";
+    EXPECT_EQ(planner.checkpoint_at(9, 10, {}), -1);
+    EXPECT_EQ(snapshot_planner({4, -1}, ident(), nullptr).checkpoint_at(0, 10, {}), -1) << "nothing below: nothing to keep";
+}
+
+TEST(kv_planner, snapshots_checkpoint_at_message_boundaries_and_every_few_blocks) {
+    fake_index idx;
+    snapshot_planner planner({4, -1, 2}, ident(), &idx);  // a state every 2 blocks: every 8 tokens
+    const std::vector<int> boundaries{5, 13, 30, 0, -3, 3};
+    std::vector<int> stops;
+    for (int at = planner.checkpoint_at(0, 20, boundaries); at >= 0; at = planner.checkpoint_at(at, 20, boundaries)) stops.push_back(at);
+    EXPECT_EQ(stops, (std::vector<int>{5, 8, 13, 16, 19}))
+        << "boundaries (none shorter than a block), block multiples, the prompt's end - 1; in order, each once";
+    EXPECT_EQ(planner.checkpoint_at(13, 20, boundaries), 16) << "resumed from a stored state: the next one after it";
+    snapshot_planner no_interval({4, -1, 0}, ident(), &idx);
+    EXPECT_EQ(no_interval.checkpoint_at(5, 20, boundaries), 13) << "checkpoint_blocks 0: boundaries and the prompt's end only";
+    EXPECT_EQ(no_interval.checkpoint_at(13, 20, boundaries), 19);
+    EXPECT_EQ(snapshot_planner({4, -1, 2}, ident(), nullptr).checkpoint_at(0, 20, boundaries), -1) << "nothing below: nothing to keep";
 }
 
 TEST(kv_planner, blocks_store_what_a_step_filled_and_never_checkpoint) {
@@ -317,7 +332,7 @@ TEST(kv_planner, blocks_store_what_a_step_filled_and_never_checkpoint) {
     EXPECT_EQ(filled.blocks[0].p0, 0);
     EXPECT_EQ(filled.blocks[1].p1, 8);
     EXPECT_TRUE(planner.plan_filled(t, keys, 8, 11, 20).blocks.empty()) << "no block filled";
-    EXPECT_EQ(planner.checkpoint_at(0, 10), -1);
+    EXPECT_EQ(planner.checkpoint_at(0, 10, std::vector<int>{4}), -1);
 }
 
 TEST(kv_planner, make_picks_the_planner_of_the_memory_layout) {
