@@ -10,16 +10,12 @@
 // A (a long user turn, 8 tokens generated), B (another), then A again with its reply and a new
 // question, 1 token generated: its time is the resume's time to first token. Chat with thinking off,
 // so the history re-renders exactly what the model produced. Writes results.md and raw.jsonl.
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir, loadavg } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
-import net from 'node:net';
+import { freePort, median, modelCache as cache, parseArgs, presetModel, startProcess, stopProcess as stop, text } from './lib.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
-    if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
-    return acc;
-}, []));
+const args = parseArgs(process.argv.slice(2));
 const build = args.build ?? 'build';
 const reps = Number(args.reps ?? 3);
 const words = Number(args.words ?? 1000);  // ~1,100-1,200 tokens
@@ -27,17 +23,8 @@ const presets = (args.presets ?? 'bench-1b,bench-gemma3,bench-qwen3moe,bench-qwe
 const out = args.out ?? 'docs/bench/families';
 const ctx = Number(args.ctx ?? 2048);  // holds one conversation, not two
 
-const cache = join(process.env.RUSTYCAGE_CACHE ?? join(homedir(), '.cache', 'rustycage'), 'models');
-mkdirSync(cache, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), 'rc-families-'));
 const log = (...m) => console.error('[families]', ...m);
-
-function freePort() {
-    return new Promise((resolve) => {
-        const s = net.createServer();
-        s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-    });
-}
 
 async function startServer(name, model, extra) {
     const port = await freePort();
@@ -46,26 +33,7 @@ async function startServer(name, model, extra) {
     symlinkSync(join(cache, `${model}.gguf`), join(dir, `${model}.gguf`));
     const argv = ['serve', '--models-dir', dir, '--openai-port', String(port), '--ollama-port', '-1', '--preload', model,
         '--ctx-size', String(ctx), '--parallel', '1', '--threads', '2', ...extra];
-    const child = spawn(join(build, 'bin', 'rustycage'), argv, { stdio: ['ignore', 'ignore', 'ignore'] });
-    const url = `http://127.0.0.1:${port}`;
-    for (let i = 0; i < 1500; i++) {
-        try { if ((await fetch(`${url}/v1/health/ready`)).status === 200) return { name, url, child, argv }; } catch { /* not up yet */ }
-        await new Promise((r) => setTimeout(r, 200));
-    }
-    child.kill('SIGKILL');
-    throw new Error(`${name} did not become ready`);
-}
-
-const stop = (s) => new Promise((resolve) => { s.child.once('exit', resolve); s.child.kill('SIGTERM'); });
-
-// Deterministic text of n words for (seed): varied enough that no two conversations share a prefix.
-const vocabulary = ('cluster rack cable switch node driver kernel memory cache batch token prompt model layer window ' +
-    'expert router state snapshot tier disk host device queue stream request reply budget shard replica lease').split(' ');
-function text(seed, n) {
-    let x = seed * 2654435761 % 4294967296;
-    const w = [];
-    for (let i = 0; i < n; i++) { x = (x * 1664525 + 1013904223) % 4294967296; w.push(vocabulary[x % vocabulary.length] + (i % 17 === 16 ? '.' : '')); }
-    return `Conversation ${seed}: ${w.join(' ')}`;
+    return startProcess(name, join(build, 'bin', 'rustycage'), argv, port, '/v1/health/ready');
 }
 
 async function chat(server, model, messages, maxTokens) {
@@ -90,17 +58,11 @@ async function conversation(server, model, seed) {
     return { cold_ms: first.ms, resume_ms: resumed.ms, prompt: resumed.prompt, cached: resumed.cached };
 }
 
-const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const rows = [];
 const raw = [];
 const loadBefore = loadavg().map((l) => l.toFixed(2)).join(' ');
 for (const preset of presets) {
-    const file = join(cache, `${preset}.gguf`);
-    if (!existsSync(file)) {
-        log(`generating ${preset}`);
-        const g = spawnSync(join(build, 'bin', 'rustycage-mkmodel'), ['--preset', preset, '--out', file], { stdio: 'inherit' });
-        if (g.status !== 0) throw new Error(`rustycage-mkmodel --preset ${preset} failed`);
-    }
+    presetModel(build, preset);
     const tiers = await startServer(`${preset}-tiers`, preset, []);
     const recompute = await startServer(`${preset}-recompute`, preset, ['--kv-host-budget', '0', '--kv-cached-sequences', '0']);
     const got = { tiers: [], recompute: [] };

@@ -320,6 +320,11 @@ TEST(kv_planner, snapshots_checkpoint_at_message_boundaries_and_every_few_blocks
     EXPECT_EQ(no_interval.checkpoint_at(5, 20, boundaries), 13) << "checkpoint_blocks 0: boundaries and the prompt's end only";
     EXPECT_EQ(no_interval.checkpoint_at(13, 20, boundaries), 19);
     EXPECT_EQ(snapshot_planner({4, -1, 2}, ident(), nullptr).checkpoint_at(0, 20, boundaries), -1) << "nothing below: nothing to keep";
+    snapshot_planner wide({16, -1, 0}, ident(), &idx);
+    EXPECT_EQ(wide.checkpoint_at(20, 40, std::vector<int>{36}), 36) << "the history's end, 3 tokens before the prompt's: enough for a regenerate";
+    EXPECT_EQ(wide.checkpoint_at(36, 40, std::vector<int>{36}), -1);
+    EXPECT_EQ(wide.checkpoint_at(20, 40, std::vector<int>{30}), 30) << "9 tokens before it: the prompt's end keeps its own state";
+    EXPECT_EQ(wide.checkpoint_at(30, 40, std::vector<int>{30}), 39);
 }
 
 TEST(kv_planner, blocks_store_what_a_step_filled_and_never_checkpoint) {
