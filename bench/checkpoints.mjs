@@ -95,6 +95,7 @@ async function scenario(server, llama, seed) {
     const question = (i, n = questionWords) => ({ role: 'user', content: text(seed * 100 + i, n, 'Question') });
     const r = { share: [], resume: [] };
     const first = [];
+    const bytesBefore = await hostBytes(server);
     for (let i = 0; i < conversations; i++) {
         const messages = [system, question(i)];
         const c = await chat(server, messages, 8);
@@ -104,7 +105,8 @@ async function scenario(server, llama, seed) {
     const resumes = first.map((m, i) => [...m, question(50 + i, 8)]);
     for (const m of resumes) r.resume.push(await chat(server, m, 1));
     r.regenerate = await chat(server, resumes.at(-1), 1);
-    r.host_bytes = await hostBytes(server);
+    const bytesAfter = await hostBytes(server);
+    r.host_bytes = bytesAfter === null ? null : (bytesAfter - bytesBefore) / conversations;  // what the 6 added, each
     // A 4-turn conversation, then its second question edited.
     let history = [system, question(90, 60)];
     for (let turn = 0; turn < 4; turn++) {
@@ -179,7 +181,7 @@ for (const { preset, rc, ls } of rows) {
     md += `| | regenerate: tokens computed | ${rc.regenerate_computed} (${ms(rc.regenerate_ms)}) | ${ls.regenerate_computed} (${ms(ls.regenerate_ms)}) | |\n`;
     md += `| | edit of question 2 of 5: tokens computed (after the edit: ${rc.edit_after}) | ${rc.edit_computed} (${ms(rc.edit_ms)}) | ` +
         `${ls.edit_computed} (${ms(ls.edit_ms)}) | |\n`;
-    md += `| | host tier per conversation (7 conversations) | ${(rc.host_bytes / 7 / 1048576).toFixed(1)} MiB | not reported | |\n`;
+    md += `| | host tier added per conversation (2 turns, the shared states included) | ${(rc.host_bytes / 1048576).toFixed(1)} MiB | not reported | |\n`;
 }
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, 'results.md'), md);
