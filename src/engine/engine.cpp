@@ -114,8 +114,13 @@ result<std::unique_ptr<engine>> engine::start(std::shared_ptr<llama::model> m, c
         // A recurrent memory keeps one state per sequence, not a cell per token: no cell budget.
         const bool per_token_cells = !info.is_recurrent || info.is_hybrid;
         kv::planner_options po{opts.kv.block_size, per_token_cells ? e->n_ctx_ : -1, opts.kv.checkpoint_blocks};
-        const auto layout = snapshots ? kv::memory_layout::whole_snapshots : kv::memory_layout::blocks;
-        const auto identity = kv_identity_of(*m, cp);
+        // A purely recurrent memory is one state; a sliding-window or hybrid one keeps its full-attention
+        // layers in blocks and the window or recurrent state beside them (kv_planner.h).
+        const auto layout = !snapshots                          ? kv::memory_layout::blocks
+                            : info.is_recurrent && !info.is_hybrid ? kv::memory_layout::whole_snapshots
+                                                                   : kv::memory_layout::blocks_and_states;
+        auto identity = kv_identity_of(*m, cp);
+        if (layout == kv::memory_layout::blocks_and_states) identity.layout += " memory=blocks+states";
         auto exec = kv_executor::open(e->impl_->ctx, static_cast<llama_seq_id>(cp.n_seq_max - 1), layout, po, opts.kv, identity);
         if (!exec) return exec.err();
         e->impl_->kv_exec = std::move(exec.value());

@@ -147,7 +147,8 @@ struct engine::impl {
     std::vector<std::pair<uint64_t, int>> context_announced;  // (sequence order, full blocks) as last announced
     kv::reuse_plan plan_reuse(sequence & s) const;  // extends s.keys
     void share_prefix(sequence & s, const kv::reuse_plan & plan);
-    int restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob);  // tokens restored
+    bool restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob);  // false: not as planned
+    void settle_restore(sequence & s, const kv::reuse_plan & plan, bool complete);           // an incomplete all-or-nothing plan: undone
     void restore_from_host(sequence & s, const kv::reuse_plan & plan, const std::vector<kv::blob_ptr> & blobs);
     void start_promotion(std::unique_ptr<sequence> s, kv::reuse_plan plan);
     bool poll_promotions();

@@ -62,25 +62,36 @@ void engine::impl::share_prefix(sequence & s, const kv::reuse_plan & plan) {
     s.n_past = plan.from_context;
 }
 
-int engine::impl::restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob) {
-    if (!blob || blob->pos0 != s.n_past || blob->n_tokens < b.keep) return 0;  // evicted or replaced meanwhile: compute the rest
+bool engine::impl::restore_block(sequence & s, const kv::reuse_block & b, const kv::blob_ptr & blob) {
+    // Evicted or replaced meanwhile: the rest is computed. A state comes after the positions it holds.
+    const bool state = b.part == kv::blob_part::state;
+    if (!blob || (state ? blob->pos0 + blob->n_tokens != s.n_past : blob->pos0 != s.n_past || blob->n_tokens < b.keep)) return false;
     auto t0 = steady::now();
-    if (!kv_exec->restore(s.id, *blob, b.keep)) return 0;
+    if (!kv_exec->restore(s.id, *blob, b.keep, b.part)) return false;
     auto & st = kv_exec->stats();
     const bool from_disk = b.tier == kv::tier_name::disk;
     st.add_tokens(from_disk ? kv::source::disk : kv::source::host, static_cast<uint64_t>(b.keep));
     (from_disk ? st.disk_to_context : st.host_to_context).add(blob->bytes.size());
     st.promotion_host.observe(seconds_since(t0));
     s.n_past += b.keep;
-    return b.keep;
+    return true;
+}
+
+void engine::impl::settle_restore(sequence & s, const kv::reuse_plan & plan, bool complete) {
+    // Attention blocks without the state after them (an eviction took one meanwhile) are no resume
+    // point: a sliding window or a recurrent state would be missing. The prompt is computed instead.
+    if (complete || !plan.all_or_nothing() || s.n_past <= plan.from_context) return;
+    kv_exec->trim(s.id, plan.from_context);
+    s.n_past = plan.from_context;
+    rc::log::debug("engine", "restore_incomplete", {{"blocks", static_cast<int64_t>(plan.blocks.size())}});
 }
 
 void engine::impl::restore_from_host(sequence & s, const kv::reuse_plan & plan, const std::vector<kv::blob_ptr> & blobs) {
     if (plan.blocks.empty()) return;
     auto t0 = steady::now();
-    for (size_t i = 0; i < plan.blocks.size() && i < blobs.size(); ++i) {
-        if (restore_block(s, plan.blocks[i], blobs[i]) < plan.blocks[i].keep) break;
-    }
+    size_t restored = 0;
+    while (restored < plan.blocks.size() && restored < blobs.size() && restore_block(s, plan.blocks[restored], blobs[restored])) ++restored;
+    settle_restore(s, plan, restored == plan.blocks.size());
     kv_exec->stats().restore_host.observe(seconds_since(t0));
 }
 
@@ -138,13 +149,14 @@ bool engine::impl::poll_promotions() {
             const int give_back = std::min(p.reserved, share);
             kv_exec->unreserve(give_back);
             p.reserved -= give_back;
-            if (restore_block(*p.seq, b, blob) < b.keep) stopped = true;
+            if (!restore_block(*p.seq, b, blob)) stopped = true;
             ++p.next;
             did = true;
         }
         if (stopped || (ended && p.next >= delivered)) {
             p.in->abandon();  // a restore that stopped early: the rest is not wanted
             kv_exec->unreserve(p.reserved);
+            settle_restore(*p.seq, p.plan, !stopped && p.next == p.plan.blocks.size());
             kv_exec->stats().restore_disk.observe(seconds_since(p.started));
             ready_to_prefill(std::move(p.seq));
             it = promoting.erase(it);

@@ -65,16 +65,18 @@ void kv_executor::forget(llama_seq_id seq) {
     ledger_.trim(seq, 0);
 }
 
-bool kv_executor::restore(llama_seq_id seq, const kv::block_blob & blob, int keep) {
+bool kv_executor::restore(llama_seq_id seq, const kv::block_blob & blob, int keep, kv::blob_part part) {
     if (!bridge_) return false;
-    if (ledger_.free() < blob.n_tokens) {
-        rc::log::error("engine", "restore_unplanned", {{"cells", blob.n_tokens}, {"free", ledger_.free()}});
+    const int cells = part == kv::blob_part::state ? 0 : blob.n_tokens;
+    if (ledger_.free() < cells) {
+        rc::log::error("engine", "restore_unplanned", {{"cells", cells}, {"free", ledger_.free()}});
         return false;
     }
-    if (!bridge_->restore(blob, seq)) {
-        rc::log::error("engine", "restore_failed", {{"cells", blob.n_tokens}, {"free", ledger_.free()}});
+    if (!bridge_->restore(blob, seq, part)) {
+        rc::log::error("engine", "restore_failed", {{"cells", cells}, {"free", ledger_.free()}});
         return false;
     }
+    if (part == kv::blob_part::state) return true;
     ledger_.append(seq, blob.n_tokens);
     if (blob.n_tokens > keep) trim(seq, blob.pos0 + keep);  // a prompt-end alias: the block goes on past the divergence
     return true;
@@ -91,7 +93,7 @@ void kv_executor::store_filled(llama_seq_id seq, std::span<const int32_t> tokens
 
 void kv_executor::apply(llama_seq_id seq, const kv::store_plan & plan, const std::shared_ptr<kv::write_group> & group) {
     for (const auto & b : plan.blocks) {
-        if (auto blob = bridge_->save(seq, b.p0, b.p1)) tiers_->store(b.key, std::move(blob), group);
+        if (auto blob = bridge_->save(seq, b.p0, b.p1, b.part)) tiers_->store(b.key, std::move(blob), group);
     }
     for (const auto & [key, alias] : plan.aliases) aliases_->remember(key, alias);
 }

@@ -55,9 +55,9 @@ class kv_executor {
     void trim(llama_seq_id seq, int keep);                            // drops positions [keep, end)
     void forget(llama_seq_id seq);                                    // drops every position of `seq`
     // Restores the blob's cells after `seq`'s last position and keeps `keep` of them (a prompt-end
-    // alias holds more). False, changing nothing, when there are not the cells for it or llama.cpp
-    // refuses the state.
-    bool restore(llama_seq_id seq, const kv::block_blob & blob, int keep);
+    // alias holds more); a blob_part::state adds the window or recurrent state after them, no cells.
+    // False, changing nothing, when there are not the cells for it or llama.cpp refuses the state.
+    bool restore(llama_seq_id seq, const kv::block_blob & blob, int keep, kv::blob_part part = kv::blob_part::whole);
     void reserve(int n) { ledger_.reserve(n); }
     void unreserve(int n) { ledger_.unreserve(n); }
 

@@ -37,6 +37,7 @@ block_key chain(const block_key & prev, char kind, std::span<const int32_t> toke
 
 block_key full_block_key(const block_key & prev, std::span<const int32_t> tokens) { return chain(prev, 'F', tokens); }
 block_key partial_block_key(const block_key & prev, std::span<const int32_t> tokens) { return chain(prev, 'P', tokens); }
+block_key state_key(const block_key & at) { return chain(at, 'S', {}); }
 
 std::vector<block_key> full_block_keys(const block_key & root, std::span<const int32_t> tokens, int block_size) {
     std::vector<block_key> keys;

@@ -47,6 +47,9 @@ block_key root_key(const kv_identity & id, std::string_view cache_salt);
 block_key root_key(const digest256 & identity_digest, std::string_view cache_salt);
 block_key full_block_key(const block_key & prev, std::span<const int32_t> tokens);
 block_key partial_block_key(const block_key & prev, std::span<const int32_t> tokens);
+// The key of the sliding-window or recurrent state after the tokens that `at` (a full or partial
+// block key) ends with, kept beside their attention blocks (kv_planner.h, blocks_and_states).
+block_key state_key(const block_key & at);
 
 // The chain of full-block keys of `tokens`: keys[i] covers tokens [i*B, (i+1)*B).
 std::vector<block_key> full_block_keys(const block_key & root, std::span<const int32_t> tokens, int block_size);

@@ -1,6 +1,7 @@
 #include "kv/kv_planner.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace rc::kv {
 
@@ -25,7 +26,25 @@ bool reuse_plan::needs_disk() const {
 std::unique_ptr<kv_planner> kv_planner::make(memory_layout layout, const planner_options & opts, const kv_identity & id,
                                               const block_index * index, const alias_table * aliases) {
     if (layout == memory_layout::whole_snapshots) return std::make_unique<snapshot_planner>(opts, id, index);
+    if (layout == memory_layout::blocks_and_states) return std::make_unique<block_state_planner>(opts, id, index);
     return std::make_unique<block_planner>(opts, id, index, aliases);
+}
+
+int kv_planner::state_checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const {
+    const int end = n_prompt - 1;
+    if (!index_ || end <= n_past) return -1;
+    const int B = opts_.block_size;
+    // A boundary shorter than a block is not worth a state. The state one token before the prompt's
+    // end serves a regenerate; a boundary a few tokens before it (the history's end, before the
+    // generation prompt) serves one nearly as well, and one state fewer per request is kept.
+    bool end_covered = false;
+    for (int b : boundaries) end_covered = end_covered || (b >= B && b < end && end - b <= B / 4);
+    int next = end_covered ? INT_MAX : end;
+    const int every = opts_.checkpoint_blocks * B;
+    if (every > 0 && (n_past / every + 1) * every < end) next = std::min(next, (n_past / every + 1) * every);
+    for (int b : boundaries)
+        if (b > n_past && b < next && b < end && b >= B) next = b;
+    return next == INT_MAX ? -1 : next;
 }
 
 room_plan kv_planner::plan_room(const room_request & want, std::span<const seq_view> seqs, const cell_ledger & ledger) const {

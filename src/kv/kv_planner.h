@@ -41,8 +41,17 @@ struct planner_options {
 
 // How the context's memory of a sequence can be cut (kv_planner::make picks the planner).
 enum class memory_layout {
-    blocks,           // a KV cell per token: any prefix can be shared, kept or stored
-    whole_snapshots,  // recurrent / hybrid / sliding-window: one state per sequence, never cut back
+    blocks,             // a KV cell per token: any prefix can be shared, kept or stored
+    whole_snapshots,    // recurrent: one state per sequence, never cut back
+    blocks_and_states,  // sliding-window or hybrid: full-attention layers in blocks, the window or the
+                        // recurrent state beside them at checkpoints
+};
+
+// What a stored blob holds of a sequence's memory (the KV executor saves and restores it so).
+enum class blob_part {
+    whole,      // every layer: a block of a per-token cache, or a whole snapshot
+    attention,  // the full-attention layers' cells of the positions, alone
+    state,      // the sliding-window cells or the recurrent state after the positions, alone
 };
 
 // A sequence in the context, as the engine shows it to the planner.
@@ -57,8 +66,9 @@ struct seq_view {
 struct reuse_block {
     block_key key;
     tier_name tier = tier_name::host;
-    int keep = 0;   // tokens taken from it
+    int keep = 0;   // tokens taken from it (a state: 0, it holds no cells)
     int cells = 0;  // tokens it holds: a prompt-end alias is restored whole, then trimmed to `keep`
+    blob_part part = blob_part::whole;
 };
 
 struct reuse_plan {
@@ -68,6 +78,8 @@ struct reuse_plan {
     int reused() const;
     int restore_cells() const;  // new cells the restores need at their peak
     bool needs_disk() const;
+    // The blocks are of no use unless every one of them is restored: they end with a state.
+    bool all_or_nothing() const { return !blocks.empty() && blocks.back().part == blob_part::state; }
 };
 
 struct room_request {
@@ -88,7 +100,8 @@ struct room_plan {
 
 struct stored_block {
     block_key key;
-    int p0 = 0, p1 = 0;         // positions it covers
+    int p0 = 0, p1 = 0;         // positions it covers (a state: the positions it comes after)
+    blob_part part = blob_part::whole;
 };
 
 struct store_plan {
@@ -137,6 +150,8 @@ class kv_planner {
   protected:
     kv_planner(const planner_options & opts, const kv_identity & id, const block_index * index, const alias_table * aliases)
         : opts_(opts), id_(id), index_(index), aliases_(aliases) {}
+    // checkpoint_at for a memory whose state cannot be cut back (both planners of such memories).
+    int state_checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const;
     // Whether an idle sequence can give back its tail cells (else only all of them).
     virtual bool cuts_back() const = 0;
     std::optional<tier_name> where(const block_key & key) const { return index_ ? index_->where(key) : std::nullopt; }
@@ -175,7 +190,33 @@ class snapshot_planner final : public kv_planner {
     // The state after all of `tokens` (only that one exists), when `to` is their end.
     store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const override;
     store_plan plan_filled(std::span<const int32_t>, key_chain &, int, int, int) const override { return {}; }
-    int checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const override;
+    int checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const override {
+        return state_checkpoint_at(n_past, n_prompt, boundaries);
+    }
+
+  private:
+    bool cuts_back() const override { return false; }
+};
+
+// Sliding-window and hybrid memories (block_state_planner.cpp): the full-attention layers' KV in
+// blocks, stored as they fill like a per-token cache (only those layers: blob_part::attention); the
+// sliding window or the recurrent state (blob_part::state, key state_key of the position's key)
+// stored at checkpoints, with a partial block of attention KV where a checkpoint is not at a block
+// boundary. A prefix resumes at the longest stored state whose blocks are all stored: shared system
+// prompts and conversations keep one copy of each block, and a state costs only its window or
+// recurrent part. Nothing is cut back or shared in the context.
+class block_state_planner final : public kv_planner {
+  public:
+    block_state_planner(const planner_options & opts, const kv_identity & id, const block_index * index = nullptr)
+        : kv_planner(opts, id, index, nullptr) {}
+    reuse_plan plan_reuse(std::span<const int32_t> tokens, key_chain & keys, int limit, std::string_view salt,
+                          std::span<const seq_view> context) const override;
+    // The blocks of [0, to) no tier holds, and the state after `to` when `to` is the end of `tokens`.
+    store_plan plan_store(std::span<const int32_t> tokens, key_chain & keys, int from, int to, int prompt_end) const override;
+    store_plan plan_filled(std::span<const int32_t> tokens, key_chain & keys, int before, int after, int prompt_end) const override;
+    int checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const override {
+        return state_checkpoint_at(n_past, n_prompt, boundaries);
+    }
 
   private:
     bool cuts_back() const override { return false; }

@@ -1,7 +1,6 @@
 #include "kv/kv_planner.h"
 
 #include <algorithm>
-#include <climits>
 
 namespace rc::kv {
 
@@ -34,23 +33,6 @@ store_plan snapshot_planner::plan_store(std::span<const int32_t> tokens, key_cha
     const block_key key = keys.key_at(tokens, n);
     if (!where(key)) plan.blocks.push_back({key, 0, n});
     return plan;
-}
-
-int snapshot_planner::checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const {
-    const int end = n_prompt - 1;
-    if (!index_ || end <= n_past) return -1;
-    const int B = opts_.block_size;
-    // A boundary shorter than a block is not worth a state. The state one token before the prompt's
-    // end serves a regenerate; a boundary a few tokens before it (the history's end, before the
-    // generation prompt) serves one nearly as well, and one state fewer per request is kept.
-    bool end_covered = false;
-    for (int b : boundaries) end_covered = end_covered || (b >= B && b < end && end - b <= B / 4);
-    int next = end_covered ? INT_MAX : end;
-    const int every = opts_.checkpoint_blocks * B;
-    if (every > 0 && (n_past / every + 1) * every < end) next = std::min(next, (n_past / every + 1) * every);
-    for (int b : boundaries)
-        if (b > n_past && b < next && b < end && b >= B) next = b;
-    return next == INT_MAX ? -1 : next;
 }
 
 }  // namespace rc::kv

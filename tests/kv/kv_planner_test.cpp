@@ -347,3 +347,86 @@ TEST(kv_planner, make_picks_the_planner_of_the_memory_layout) {
     EXPECT_NE(dynamic_cast<const block_planner *>(blocks.get()), nullptr);
     EXPECT_NE(dynamic_cast<const snapshot_planner *>(whole.get()), nullptr);
 }
+
+// ---- sliding-window and hybrid memories: attention blocks, states beside them
+
+namespace {
+// Stores what a plan asks for in the fake index, as the executor would.
+void apply(fake_index & idx, const store_plan & plan, tier_name t = tier_name::host) {
+    for (const auto & b : plan.blocks) idx.put(b.key, t);
+}
+}  // namespace
+
+TEST(kv_planner, block_states_store_attention_blocks_as_they_fill_and_a_state_only_at_the_end) {
+    fake_index idx;
+    block_state_planner planner({4, 100}, ident(), &idx);
+    auto t = tokens(10, 6);
+    key_chain keys = planner.chain("");
+    auto filled = planner.plan_filled(t, keys, 1, 9, 10);
+    ASSERT_EQ(filled.blocks.size(), 2u) << "[0,4) and [4,8): full blocks only";
+    for (const auto & b : filled.blocks) EXPECT_EQ(b.part, blob_part::attention);
+    apply(idx, filled);
+    EXPECT_TRUE(planner.plan_store(t, keys, 0, 6, 10).blocks.empty()) << "no state after 6 of 10 tokens, the blocks are stored";
+    auto end = planner.plan_store(t, keys, 0, 10, 10);
+    ASSERT_EQ(end.blocks.size(), 2u) << "the partial block [8,10) and the state after it";
+    EXPECT_EQ(end.blocks[0].part, blob_part::attention);
+    EXPECT_EQ(end.blocks[0].p0, 8);
+    EXPECT_EQ(end.blocks[0].p1, 10);
+    EXPECT_EQ(end.blocks[1].part, blob_part::state);
+    EXPECT_EQ(end.blocks[1].p1, 10);
+    EXPECT_EQ(end.blocks[1].key, state_key(keys.key_at(t, 10)));
+    apply(idx, end);
+    EXPECT_TRUE(planner.plan_store(t, keys, 0, 10, 10).blocks.empty()) << "not stored twice";
+}
+
+TEST(kv_planner, block_states_resume_at_the_longest_state_whose_blocks_are_all_below) {
+    fake_index idx;
+    block_state_planner planner({4, 100}, ident(), &idx);
+    auto a = tokens(14, 7);
+    key_chain ka = planner.chain("");
+    // A checkpoint at 6 (a message boundary) and the end of the conversation at 14.
+    std::vector<int32_t> at6(a.begin(), a.begin() + 6);
+    apply(idx, planner.plan_store(at6, ka, 0, 6, 6));
+    apply(idx, planner.plan_store(a, ka, 0, 14, 14));
+
+    // Another conversation sharing the first 7 tokens resumes from the state at 6: one copy of the
+    // block [0,4) serves both.
+    auto b = a;
+    b.resize(7);
+    auto more = tokens(5, 8);
+    b.insert(b.end(), more.begin(), more.end());
+    key_chain kb = planner.chain("");
+    auto plan = planner.plan_reuse(b, kb, static_cast<int>(b.size()) - 1, "", {});
+    ASSERT_EQ(plan.blocks.size(), 3u);
+    EXPECT_EQ(plan.reused(), 6);
+    EXPECT_EQ(plan.blocks[0].part, blob_part::attention);
+    EXPECT_EQ(plan.blocks[1].keep, 2) << "the partial block [4,6)";
+    EXPECT_EQ(plan.blocks[2].part, blob_part::state);
+    EXPECT_EQ(plan.blocks[2].keep, 0);
+    EXPECT_TRUE(plan.all_or_nothing());
+    EXPECT_EQ(plan.restore_cells(), 6);
+
+    // The conversation itself continues from its end.
+    auto c = a;
+    c.push_back(99);
+    c.push_back(98);
+    key_chain kc = planner.chain("");
+    EXPECT_EQ(planner.plan_reuse(c, kc, static_cast<int>(c.size()) - 1, "", {}).reused(), 14);
+
+    // With a block below the state evicted, that state is no resume point; the one before it is.
+    key_chain k0 = planner.chain("");
+    k0.extend(c);
+    idx.blocks.erase(k0.at(2).hex());  // [8,12)
+    key_chain kd = planner.chain("");
+    EXPECT_EQ(planner.plan_reuse(c, kd, static_cast<int>(c.size()) - 1, "", {}).reused(), 6);
+    EXPECT_TRUE(block_state_planner({4, 100}, ident(), nullptr).plan_reuse(c, kd, 10, "", {}).blocks.empty());
+}
+
+TEST(kv_planner, block_states_checkpoint_like_snapshots) {
+    fake_index idx;
+    block_state_planner planner({4, 100, 2}, ident(), &idx);
+    EXPECT_EQ(planner.checkpoint_at(0, 20, std::vector<int>{5}), 5);
+    EXPECT_EQ(planner.checkpoint_at(5, 20, std::vector<int>{5}), 8);
+    auto made = kv_planner::make(memory_layout::blocks_and_states, opts(100, 4), ident(), &idx);
+    EXPECT_NE(dynamic_cast<const block_state_planner *>(made.get()), nullptr);
+}
