@@ -13,8 +13,10 @@
 //  * plan_store — what of a sequence to store below (demotion, swap-out, write-back) that no tier
 //    holds yet, and the prompt-end aliases it makes; plan_filled — what a decode step made storable.
 // How a model's memory can be cut is a type, not a flag: a block_planner for a per-token KV cache
-// (prefixes shared, trimmed and stored block by block), a snapshot_planner for recurrent, hybrid and
-// sliding-window memories, whose state exists only whole, after the last decoded token. The engine
+// (prefixes shared, trimmed and stored block by block), a block_state_planner for sliding-window and
+// hybrid memories (attention in blocks, the window or recurrent state beside them at checkpoints),
+// a snapshot_planner for recurrent memories, whose state exists only whole, after the last decoded
+// token. The engine
 // applies either's plans the same way. Tests give it a fake block_index and a ledger of their own.
 // Engine thread only.
 #include <memory>
