@@ -16,8 +16,8 @@
 // (prefixes shared, trimmed and stored block by block), a block_state_planner for sliding-window and
 // hybrid memories (attention in blocks, the window or recurrent state beside them at checkpoints),
 // a snapshot_planner for recurrent memories, whose state exists only whole, after the last decoded
-// token. The engine
-// applies either's plans the same way. Tests give it a fake block_index and a ledger of their own.
+// token. The engine applies their plans the same way. Tests give it a fake block_index and a ledger of
+// their own.
 // Engine thread only.
 #include <memory>
 #include <optional>
