@@ -9,17 +9,13 @@ reuse_plan block_state_planner::plan_reuse(std::span<const int32_t> tokens, key_
     // The longest n at or before `limit` with a stored state whose attention blocks are all stored:
     // the leading full blocks, and the partial block up to n where n is not at a block boundary.
     reuse_plan plan;
-    if (!index_) return plan;
-    limit = std::min(limit, static_cast<int>(tokens.size()));
-    if (limit <= 0) return plan;
+    limit = chained_limit(tokens, keys, limit);
     const int B = opts_.block_size;
-    keys.extend(tokens.subspan(0, static_cast<size_t>(limit)));
     int full = 0;
     while (full < keys.blocks() && where(keys.at(full))) ++full;
     for (int n = std::min(limit, full * B + B - 1); n > 0; --n) {
         const int whole = n / B, rest = n % B;
-        block_key at = keys.before(whole);
-        if (rest) at = partial_block_key(at, tokens.subspan(static_cast<size_t>(whole) * B, static_cast<size_t>(rest)));
+        const block_key at = keys.key_at(tokens, n);
         const auto state = where(state_key(at));
         if (!state) continue;
         const auto tail = rest ? where(at) : std::optional<tier_name>(tier_name::host);

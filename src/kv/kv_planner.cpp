@@ -30,6 +30,13 @@ std::unique_ptr<kv_planner> kv_planner::make(memory_layout layout, const planner
     return std::make_unique<block_planner>(opts, id, index, aliases);
 }
 
+int kv_planner::chained_limit(std::span<const int32_t> tokens, key_chain & keys, int limit) const {
+    if (!index_) return 0;
+    limit = std::clamp(limit, 0, static_cast<int>(tokens.size()));
+    keys.extend(tokens.subspan(0, static_cast<size_t>(limit)));
+    return limit;
+}
+
 int kv_planner::state_checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const {
     const int end = n_prompt - 1;
     if (!index_ || end <= n_past) return -1;

@@ -154,6 +154,9 @@ class kv_planner {
         : opts_(opts), id_(id), index_(index), aliases_(aliases) {}
     // checkpoint_at for a memory whose state cannot be cut back (both planners of such memories).
     int state_checkpoint_at(int n_past, int n_prompt, std::span<const int> boundaries) const;
+    // How many of `tokens` a reuse plan may take (`limit`, within them; 0 with nothing below), their
+    // full blocks chained in `keys`.
+    int chained_limit(std::span<const int32_t> tokens, key_chain & keys, int limit) const;
     // Whether an idle sequence can give back its tail cells (else only all of them).
     virtual bool cuts_back() const = 0;
     std::optional<tier_name> where(const block_key & key) const { return index_ ? index_->where(key) : std::nullopt; }

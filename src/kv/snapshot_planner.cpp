@@ -9,14 +9,8 @@ reuse_plan snapshot_planner::plan_reuse(std::span<const int32_t> tokens, key_cha
     // The longest stored snapshot at or before `limit`: a recurrent state cannot be cut back, so only
     // an exact length can be resumed. Each length adds one partial key to the sequence's chain.
     reuse_plan plan;
-    if (!index_) return plan;
-    limit = std::min(limit, static_cast<int>(tokens.size()));
-    if (limit <= 0) return plan;
-    const int B = opts_.block_size;
-    keys.extend(tokens.subspan(0, static_cast<size_t>(limit)));
-    for (int n = limit; n > 0; --n) {
-        const block_key & prev = keys.before(n / B);
-        auto key = n % B == 0 ? prev : partial_block_key(prev, tokens.subspan(static_cast<size_t>(n / B) * B, static_cast<size_t>(n % B)));
+    for (int n = chained_limit(tokens, keys, limit); n > 0; --n) {
+        const block_key key = keys.key_at(tokens, n);
         if (auto w = where(key)) {
             plan.blocks.push_back({key, *w, n, n});
             break;
