@@ -3,13 +3,14 @@
 #include <signal.h>
 
 #include <iostream>
-#include <sstream>
 
 #include "cli_common.h"
 #include "build_info.h"
 #include "commands.h"
 #include "fleet_cli.h"
 #include "gateway/gateway_server.h"
+#include "http/api_key_file.h"
+#include "http/request_guard.h"
 #include "util/log.h"
 #include "version.h"
 
@@ -22,6 +23,7 @@ struct gateway_flags {
     gateway::gateway_listen listen;
     std::vector<std::string> api_keys;
     std::string api_keys_csv, host_api_key;
+    std::string api_key_file, host_api_key_file;  // keys kept off argv and the environment
     std::string policy = "cache";
     std::string lookup_timeout = "250ms", lookup_grace = "50ms", connect_timeout = "1s", eject_for = "10s";
     int max_attempts = 3;
@@ -31,6 +33,31 @@ struct gateway_flags {
     double header_timeout_s = 10;
     std::string log_level = "info";
 };
+
+// The clients' keys (--api-key, --api-keys, RUSTYCAGE_API_KEYS, --api-key-file) and the one sent to
+// hosts (--host-api-key, RUSTYCAGE_HOST_API_KEY, --host-api-key-file), checked as `serve` checks its
+// own. Errors name the flag, never a key.
+status gateway_keys(const gateway_flags & f, gateway::gateway_options & o) {
+    o.api_keys = f.api_keys;
+    if (!f.api_keys_csv.empty())
+        for (auto & k : http::split_api_key_list(f.api_keys_csv)) o.api_keys.push_back(std::move(k));
+    if (!f.api_key_file.empty()) {
+        auto from_file = http::read_api_key_file(f.api_key_file);
+        if (!from_file) return make_error(from_file.err().code, from_file.err().message + " (--api-key-file)");
+        o.api_keys.insert(o.api_keys.end(), from_file->begin(), from_file->end());
+    }
+    if (auto st = http::check_api_keys(o.api_keys); !st)
+        return make_error(st.err().code, st.err().message + " (--api-key, --api-keys, RUSTYCAGE_API_KEYS, --api-key-file)");
+    o.host_api_key = f.host_api_key;
+    if (!f.host_api_key_file.empty()) {
+        if (!f.host_api_key.empty()) return make_error(errc::invalid_argument, "--host-api-key and --host-api-key-file exclude each other");
+        auto from_file = http::read_api_key_file(f.host_api_key_file);
+        if (!from_file) return make_error(from_file.err().code, from_file.err().message + " (--host-api-key-file)");
+        if (from_file->size() != 1) return make_error(errc::invalid_argument, "--host-api-key-file must hold exactly one key");
+        o.host_api_key = from_file->front();
+    }
+    return {};
+}
 
 int run_gateway(gateway_flags & f) {
     if (!apply_log_level(f.log_level)) return 2;
@@ -50,11 +77,7 @@ int run_gateway(gateway_flags & f) {
     o.weights.load = f.load_weight;
     o.max_attempts = f.max_attempts;
     o.use_index = f.kv_index;
-    o.api_keys = f.api_keys;
-    std::stringstream csv(f.api_keys_csv);
-    for (std::string k; std::getline(csv, k, ',');)
-        if (!k.empty()) o.api_keys.push_back(k);
-    o.host_api_key = f.host_api_key;
+    if (auto keys = gateway_keys(f, o); !keys) return fail(keys.err());
     o.version = running_version();
     o.llama_commit = RUSTYCAGE_LLAMA_COMMIT;
     f.listen.max_body_bytes = static_cast<size_t>(f.max_body_mb) << 20;
@@ -112,6 +135,9 @@ void register_gateway(CLI::App & app, std::function<int()> & action) {
     cmd->add_option("--api-keys", f->api_keys_csv, "Comma-separated API keys")->envname("RUSTYCAGE_API_KEYS");
     cmd->add_option("--host-api-key", f->host_api_key, "Bearer key to send to hosts (default: pass the client's Authorization on)")
         ->envname("RUSTYCAGE_HOST_API_KEY");
+    cmd->add_option("--api-key-file", f->api_key_file,
+                    "Client keys from a private file, one per line (kept out of ps and the environment; docs/SECURITY.md)");
+    cmd->add_option("--host-api-key-file", f->host_api_key_file, "The key to send to hosts, from a private file");
     cmd->add_option("--max-body-mb", f->max_body_mb, "Largest accepted request body, MiB")->check(CLI::Range(1, 4096))->capture_default_str();
     cmd->add_option("--max-connections", f->listen.max_connections, "Open connections per port (each holds a thread); more are answered 503")
         ->check(CLI::Range(1, 65536))->envname("RUSTYCAGE_MAX_CONNECTIONS")->capture_default_str();

@@ -1,6 +1,9 @@
 // The official `openai` and `ollama` npm clients through `rustycage gateway` over a real fleet (one
 // etcd member, two agents with their servers): unchanged clients, the gateway in between.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
@@ -74,5 +77,35 @@ describe('clients through the fleet gateway', { timeout: 1_800_000, skip: etcdBi
     const emb = await ollama.embed({ model: 'embed', input: 'hello' });
     assertUnitNorm(emb.embeddings[0], EMBED_DIMS);
     await assert.rejects(ollama.chat({ model: 'nope', messages: user('hi') }), (err) => err.status_code === 404);
+  });
+});
+
+describe('the gateway takes its keys from a private file', { timeout: 600_000, skip: etcdBinary() ? false : 'no etcd binary (scripts/setup.sh installs etcd-server)' }, () => {
+  const key = 'gw-Sekret-4d1c9a77b2';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rc-gw-keys-'));
+  const file = path.join(dir, 'keys');
+  let fleet;
+
+  before(async () => {
+    fs.writeFileSync(file, `# clients of the lab\n${key}\n`, { mode: 0o600 });
+    fleet = await startFleet({ hosts: 1, gatewayArgs: ['--api-key-file', file], apiKey: key });
+  });
+
+  after(async () => {
+    await fleet?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the key is in neither its argv nor its environment, and clients need it', async () => {
+    for (const what of ['cmdline', 'environ']) {
+      const text = fs.readFileSync(`/proc/${fleet.gatewayPid}/${what}`, 'latin1');
+      assert.ok(!text.includes(key), `the key is in the gateway's ${what}`);
+    }
+    assert.equal((await fetch(`${fleet.openaiURL}/v1/models`)).status, 401);
+    const wrong = new OpenAI({ baseURL: `${fleet.openaiURL}/v1`, apiKey: 'gw-Wrong-000000000', maxRetries: 0 });
+    await assert.rejects(wrong.models.list(), (e) => e.status === 401);
+    const openai = new OpenAI({ baseURL: `${fleet.openaiURL}/v1`, apiKey: key, maxRetries: 0, timeout: 300_000 });
+    const r = await openai.chat.completions.create({ model: 'demo', messages: user('Hello with a key'), max_tokens: 4, temperature: 0 });
+    assert.equal(r.object, 'chat.completion');
   });
 });

@@ -71,7 +71,8 @@ process.on('exit', () => {
   for (const p of running) if (!p.done) p.child.kill('SIGKILL');
 });
 
-export async function startFleet({ hosts = 2, models = DEFAULT_MODELS, gatewayArgs = [] } = {}) {
+// `apiKey`: a key the gateway requires (given in gatewayArgs), sent on this module's own requests.
+export async function startFleet({ hosts = 2, models = DEFAULT_MODELS, gatewayArgs = [], apiKey } = {}) {
   const etcd = etcdBinary();
   if (!etcd) throw new Error('no etcd binary (scripts/setup.sh installs etcd-server)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rc-clients-fleet-'));
@@ -112,8 +113,10 @@ export async function startFleet({ hosts = 2, models = DEFAULT_MODELS, gatewayAr
     const m = await waitFor(() => /rustycage gateway listening openai=(http:\/\/\S+) ollama=(http:\/\/\S+)/.exec(gateway.log), { timeoutMs: 60_000, describe: fleet.logs });
     fleet.openaiURL = m[1];
     fleet.ollamaURL = m[2];
+    fleet.gatewayPid = gateway.child.pid;
     await waitFor(async () => {
-      const r = await (await fetch(`${fleet.openaiURL}/v1/gateway/hosts`)).json();
+      const headers = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+      const r = await (await fetch(`${fleet.openaiURL}/v1/gateway/hosts`, { headers })).json();
       return r.hosts.filter((h) => h.routable).length === hosts;
     }, { timeoutMs: 120_000, describe: fleet.logs });
   } catch (err) {
