@@ -7,7 +7,7 @@
 #
 # Writes docs/bench/results.json, results.md and PNG plots (docs/bench/<backend>/ for --gpu), and
 # regenerates docs/BENCHMARKS.md. --only takes a comma-separated subset of the groups
-# core,http,mixed,kv,disk,tiering,pressure,fit (default: all). --smoke checks the harness itself with tiny
+# core,http,mixed,kv,disk,tiering,pressure,fit,checkpoints (default: all; checkpoints: CPU only, not in --smoke). --smoke checks the harness itself with tiny
 # sizes and 2 repetitions in a few minutes; it writes to a temporary directory (or --out), never to docs/.
 # --kv-full runs the kv, disk, tiering and pressure groups at the KV issues' sizes (2k-token resumes,
 # a 1.5k shared prefix, the single-slot and 4-stream reproductions), 3 repetitions, into
@@ -20,7 +20,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,http,mixed,kv,disk,tiering,pressure,fit outdir=""
+mode=quick backend=cpu build=build reps="" wait_quiet=0 only=core,http,mixed,kv,disk,tiering,pressure,fit,checkpoints outdir=""
 cmdline="bench/run.sh $*"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -594,6 +594,14 @@ if has_group fit; then
         --variant "convs=$fit_convs,A=$fit_a,turn=$fit_turn,rounds=$fit_rounds,ctx=$fit_ctx,pool=$got_cells" \
         --convs "$fit_convs" --a-tokens "$fit_a" --turn-tokens "$fit_turn" --rounds "$fit_rounds"
     stop_server rustycage; stop_server llama-server
+fi
+
+# ---------------------------------------------------------------- checkpoints (issue 53)
+# Sliding-window and hybrid bench models resumed from checkpoints, against llama-server with its best
+# flags for them: bench/checkpoints.mjs starts its own servers and writes its own table (3 repetitions).
+if has_group checkpoints && [ "$backend" = cpu ] && [ "$mode" != smoke ]; then
+    log "checkpoints: bench-gemma3 and bench-qwen35 against llama-server (bench/checkpoints.mjs)"
+    node bench/checkpoints.mjs --build "$build" --reps 3 --out "$outdir/checkpoints" || failures=$((failures + 1))
 fi
 
 # ---------------------------------------------------------------- report
